@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The main job on a fresh machine: install what is missing, build, run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+exec "${KVINFER_BUILD_DIR:-build}/kvinfer" "${@:-info}"

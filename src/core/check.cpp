@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "core/check.hpp"
+
+namespace kvinfer::detail {
+
+void check_defined(std::string_view op, std::string_view arg, const TensorView& t) {
+  require(t.defined(), op, arg, "(absent)", "a tensor is required");
+}
+
+void check_dtype(std::string_view op, std::string_view arg, const TensorView& t, DType want) {
+  check_defined(op, arg, t);
+  if (t.dtype() != want) {
+    fail(op, fmt::format("{}.dtype", arg), dtype_name(t.dtype()),
+         fmt::format("must be {}", dtype_name(want)));
+  }
+}
+
+void check_rank(std::string_view op, std::string_view arg, const TensorView& t, int rank) {
+  check_defined(op, arg, t);
+  if (t.rank() != rank) {
+    fail(op, fmt::format("{}.shape", arg), t.shape_string(), fmt::format("must have rank {}", rank));
+  }
+}
+
+void check_device(std::string_view op, std::string_view arg, const TensorView& t, Device want) {
+  check_defined(op, arg, t);
+  if (t.device() != want) {
+    fail(op, fmt::format("{}.device", arg), to_string(t.device()),
+         fmt::format("must be on {} (the device the operation runs on)", to_string(want)));
+  }
+}
+
+void check_last_dim_contiguous(std::string_view op, std::string_view arg, const TensorView& t) {
+  check_defined(op, arg, t);
+  if (!t.last_dim_contiguous()) {
+    fail(op, fmt::format("{}.stride(-1)", arg), std::to_string(t.stride(-1)),
+         "the last dimension must be contiguous (stride 1)");
+  }
+}
+
+void check_size(std::string_view op, std::string_view arg, const TensorView& t, int dim,
+                std::int64_t want, std::string_view why) {
+  if (t.size(dim) != want) {
+    fail(op, fmt::format("{}.shape[{}]", arg, dim), std::to_string(t.size(dim)),
+         fmt::format("must be {} ({})", want, why));
+  }
+}
+
+void check_index_array(std::string_view op, std::string_view arg, const TensorView& t,
+                       std::int64_t length) {
+  check_defined(op, arg, t);
+  if (t.dtype() != DType::kI32) {
+    fail(op, fmt::format("{}.dtype", arg), dtype_name(t.dtype()),
+         "index arrays must be int32 (convert int64 arrays to int32; they are never reinterpreted)");
+  }
+  check_rank(op, arg, t, 1);
+  require(t.size(0) <= 1 || t.stride(0) == 1, op, fmt::format("{}.stride(0)", arg),
+          std::to_string(t.stride(0)), "index arrays must be contiguous");
+  if (length >= 0 && t.size(0) != length) {
+    fail(op, fmt::format("{}.shape[0]", arg), std::to_string(t.size(0)),
+         fmt::format("must be {}", length));
+  }
+}
+
+void check_indptr_contents(std::string_view op, std::string_view arg, const std::int32_t* indptr,
+                           std::int64_t length) {
+  if (length == 0) fail(op, fmt::format("{}.shape[0]", arg), "0", "an indptr has batch_size + 1 >= 1 entries");
+  if (indptr[0] != 0) fail(op, fmt::format("{}[0]", arg), std::to_string(indptr[0]), "an indptr must start at 0");
+  for (std::int64_t i = 1; i < length; ++i) {
+    if (indptr[i] < indptr[i - 1]) {
+      fail(op, fmt::format("{}[{}]", arg, i), std::to_string(indptr[i]),
+           fmt::format("an indptr must be non-decreasing ({}[{}] = {})", arg, i - 1, indptr[i - 1]));
+    }
+  }
+}
+
+}  // namespace kvinfer::detail

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+// Argument checks shared by every validator. Each throws kvinfer::Error naming
+// the operation, the argument, the offending value and the rule.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "kvinfer/core/error.hpp"
+#include "kvinfer/core/tensor.hpp"
+
+namespace kvinfer::detail {
+
+[[noreturn]] inline void fail(std::string_view op, std::string_view arg, std::string_view value,
+                              std::string_view rule) {
+  throw Error(op, arg, value, rule);
+}
+
+inline void require(bool ok, std::string_view op, std::string_view arg, std::string_view value,
+                    std::string_view rule) {
+  if (!ok) fail(op, arg, value, rule);
+}
+
+// Lazily formatted variant for the hot paths of validation loops.
+template <class Value>
+inline void require_v(bool ok, std::string_view op, std::string_view arg, const Value& value,
+                      std::string_view rule) {
+  if (!ok) fail(op, arg, fmt::format("{}", value), rule);
+}
+
+void check_defined(std::string_view op, std::string_view arg, const TensorView& t);
+void check_dtype(std::string_view op, std::string_view arg, const TensorView& t, DType want);
+void check_rank(std::string_view op, std::string_view arg, const TensorView& t, int rank);
+void check_device(std::string_view op, std::string_view arg, const TensorView& t, Device want);
+void check_last_dim_contiguous(std::string_view op, std::string_view arg, const TensorView& t);
+void check_size(std::string_view op, std::string_view arg, const TensorView& t, int dim,
+                std::int64_t want, std::string_view why);
+
+// An index array (indptr, indices, last_page_len, positions): int32, rank 1,
+// contiguous. `length` < 0 skips the length check.
+void check_index_array(std::string_view op, std::string_view arg, const TensorView& t,
+                       std::int64_t length = -1);
+
+// Host contents of an indptr: length n+1, starts at 0, non-decreasing.
+void check_indptr_contents(std::string_view op, std::string_view arg, const std::int32_t* indptr,
+                           std::int64_t length);
+
+}  // namespace kvinfer::detail

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "cuda/check.cuh"
+#include "cuda/runtime.hpp"
+
+namespace kvinfer::cuda {
+
+int device_count() {
+  int n = 0;
+  // No driver or no GPU is not an error for a query: it means zero devices.
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return n;
+}
+
+void* malloc_device(std::size_t bytes, int device) {
+  KVINFER_CUDA_CHECK(cudaSetDevice(device));
+  void* p = nullptr;
+  KVINFER_CUDA_CHECK(cudaMalloc(&p, bytes));
+  return p;
+}
+
+void free_device(void* ptr, int device) {
+  cudaSetDevice(device);
+  cudaFree(ptr);  // errors at teardown are not actionable
+}
+
+void* malloc_pinned(std::size_t bytes) {
+  void* p = nullptr;
+  KVINFER_CUDA_CHECK(cudaMallocHost(&p, bytes));
+  return p;
+}
+
+void free_pinned(void* ptr) { cudaFreeHost(ptr); }
+
+void memcpy_async(void* dst, const void* src, std::size_t bytes, Stream stream) {
+  KVINFER_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, static_cast<cudaStream_t>(stream)));
+}
+
+void memset_async(void* dst, int byte, std::size_t bytes, Stream stream) {
+  KVINFER_CUDA_CHECK(cudaMemsetAsync(dst, byte, bytes, static_cast<cudaStream_t>(stream)));
+}
+
+void stream_synchronize(Stream stream) {
+  KVINFER_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+}
+
+int multiprocessor_count(int device) {
+  int n = 0;
+  KVINFER_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
+  return n;
+}
+
+}  // namespace kvinfer::cuda
