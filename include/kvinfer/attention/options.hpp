@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+// Options shared by every attention wrapper (SPEC §3): mask, window, soft cap,
+// scale, positional encoding.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "kvinfer/layout/mask.hpp"
+
+namespace kvinfer {
+
+enum class PosEncoding {
+  kNone,
+  kRopeLlama,  // rotate-half RoPE applied to q and k inside the kernel
+  kAlibi,      // s_j += slope_h * (j - i_pos)
+};
+
+std::string_view pos_encoding_name(PosEncoding p);
+
+struct AttentionOptions {
+  MaskMode mask_mode = MaskMode::kNone;
+  int window_left = -1;                 // w >= 0 keeps keys j >= i_pos - w; -1 disables
+  float logits_soft_cap = 0.0f;         // > 0: s = cap * tanh(s / cap)
+  std::optional<float> sm_scale;        // default 1 / sqrt(head_dim_qk)
+  PosEncoding pos_encoding = PosEncoding::kNone;
+  float rope_scale = 1.0f;
+  float rope_theta = 1.0e4f;
+  std::vector<float> alibi_slopes;      // empty: the standard slopes for num_qo_heads
+};
+
+// The standard ALiBi slopes for n heads: 2^(-8(i+1)/n') for the largest power of
+// two n' <= n, then the interleaved odd terms of the series for 2n' (as in the
+// ALiBi paper's reference code).
+std::vector<float> alibi_slopes(int num_heads);
+
+}  // namespace kvinfer
