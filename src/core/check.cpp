@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/check.hpp"
 
+#include <cstdlib>
+#include <string_view>
+
 namespace kvinfer::detail {
 
 void check_defined(std::string_view op, std::string_view arg, const TensorView& t) {
@@ -72,6 +75,22 @@ void check_indptr_contents(std::string_view op, std::string_view arg, const std:
            fmt::format("an indptr must be non-decreasing ({}[{}] = {})", arg, i - 1, indptr[i - 1]));
     }
   }
+}
+
+void check_backend_built(std::string_view op, std::string_view arg, Device device) {
+  if (device.is_cuda() && !cuda_backend_built()) {
+    fail(op, fmt::format("{}.device", arg), to_string(device),
+         "the CUDA backend is not built (configure with -DKVINFER_CUDA=ON on a machine with nvcc)");
+  }
+}
+
+bool check_indices_enabled() {
+  // Read once: the checked mode is a property of the process, not of a call.
+  static const bool enabled = [] {
+    const char* v = std::getenv("KVINFER_CHECK_INDICES");
+    return v != nullptr && std::string_view(v) != "" && std::string_view(v) != "0";
+  }();
+  return enabled;
 }
 
 }  // namespace kvinfer::detail

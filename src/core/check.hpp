@@ -48,4 +48,12 @@ void check_index_array(std::string_view op, std::string_view arg, const TensorVi
 void check_indptr_contents(std::string_view op, std::string_view arg, const std::int32_t* indptr,
                            std::int64_t length);
 
+// A tensor on a GPU in a build without the CUDA backend cannot be worked on:
+// throws naming `arg` (whose device is `device`).
+void check_backend_built(std::string_view op, std::string_view arg, Device device);
+
+// Whether device-resident index arrays are checked for contents (page ids,
+// positions) at the cost of a copy to the host: KVINFER_CHECK_INDICES=1.
+bool check_indices_enabled();
+
 }  // namespace kvinfer::detail

@@ -59,8 +59,11 @@ TensorView::TensorView(void* data, DType dtype, std::span<const std::int64_t> sh
 
 int TensorView::wrap(int dim) const {
   const int d = dim < 0 ? dim + rank_ : dim;
-  detail::require_v(d >= 0 && d < rank_, kOp, "dim", dim,
-                    fmt::format("must index one of the {} dimensions", rank_ < 0 ? 0 : rank_));
+  // Called for every size()/stride(): the message is only formatted on failure.
+  if (d < 0 || d >= rank_) {
+    detail::fail(kOp, "dim", std::to_string(dim),
+                 fmt::format("must index one of the {} dimensions", rank_ < 0 ? 0 : rank_));
+  }
   return d;
 }
 

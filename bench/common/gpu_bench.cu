@@ -1,0 +1,323 @@
+// SPDX-License-Identifier: Apache-2.0
+// Event timing, random device data and the ceiling kernels of the CUDA benchmarks.
+#include "bench/common/gpu_bench.hpp"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+#ifdef KVINFER_BENCH_HAVE_CUBLAS
+#include <cublas_v2.h>
+#endif
+
+#include "cuda/common/ptx.cuh"
+
+namespace kvinfer::bench {
+namespace {
+
+constexpr int kThreads = 256;
+
+__host__ __device__ inline std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+__global__ void fill_bits_kernel(std::uint64_t* p, std::size_t words, std::uint64_t seed) {
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < words;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    p[i] = splitmix64(seed ^ (i * 0xD1B54A32D192ED03ull));
+  }
+}
+
+__global__ void fill_tail_kernel(std::uint8_t* p, std::size_t bytes, std::uint64_t seed) {
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < bytes) p[i] = std::uint8_t(splitmix64(seed + i) | 1);
+}
+
+template <class T>
+__global__ void fill_uniform_kernel(T* p, std::size_t count, std::uint64_t seed) {
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += std::size_t(gridDim.x) * blockDim.x) {
+    // 24 random bits -> [-1, 1)
+    const float u = float(splitmix64(seed ^ (i * 0xD1B54A32D192ED03ull)) >> 40) * (2.0f / 16777216.0f) - 1.0f;
+    if constexpr (std::is_same_v<T, float>) {
+      p[i] = u;
+    } else if constexpr (std::is_same_v<T, __half>) {
+      p[i] = __float2half_rn(u);
+    } else {
+      p[i] = __float2bfloat16_rn(u);
+    }
+  }
+}
+
+// Streams n 16-byte vectors once: kUnroll independent loads in flight per thread,
+// grid-stride so that each sweep of the grid reads one contiguous region. The
+// reduction (sum of xors) keeps every load alive.
+template <int kUnroll>
+__global__ void __launch_bounds__(kThreads)
+    read_reduce_kernel(const uint4* __restrict__ p, std::size_t n, unsigned long long* __restrict__ out) {
+  const std::size_t stride = std::size_t(gridDim.x) * kThreads;
+  std::size_t i = std::size_t(blockIdx.x) * kThreads + threadIdx.x;
+  std::uint32_t acc = 0;
+  for (; i + (kUnroll - 1) * stride < n; i += kUnroll * stride) {
+    uint4 v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = cuda::ptx::ld_stream_v4(p + i + u * stride);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) acc += v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  }
+  for (; i < n; i += stride) {
+    const uint4 v = cuda::ptx::ld_stream_v4(p + i);
+    acc += v.x ^ v.y ^ v.z ^ v.w;
+  }
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  if ((threadIdx.x & 31) == 0) atomicAdd(out, (unsigned long long)acc);
+}
+
+template <int kUnroll>
+__global__ void __launch_bounds__(kThreads)
+    copy_kernel(const uint4* __restrict__ src, uint4* __restrict__ dst, std::size_t n) {
+  const std::size_t stride = std::size_t(gridDim.x) * kThreads;
+  std::size_t i = std::size_t(blockIdx.x) * kThreads + threadIdx.x;
+  for (; i + (kUnroll - 1) * stride < n; i += kUnroll * stride) {
+    uint4 v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = cuda::ptx::ld_stream_v4(src + i + u * stride);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) cuda::ptx::st_v4(dst + i + u * stride, v[u]);
+  }
+  for (; i < n; i += stride) cuda::ptx::st_v4(dst + i, cuda::ptx::ld_stream_v4(src + i));
+}
+
+Timing summarize(std::vector<float> ms) {
+  Timing t;
+  if (ms.empty()) return t;
+  std::sort(ms.begin(), ms.end());
+  auto q = [&](double f) { return 1e3 * double(ms[std::size_t(f * double(ms.size() - 1) + 0.5)]); };
+  t.median_us = ms.size() % 2 ? 1e3 * ms[ms.size() / 2]
+                              : 1e3 * 0.5 * (double(ms[ms.size() / 2 - 1]) + double(ms[ms.size() / 2]));
+  t.min_us = 1e3 * double(ms.front());
+  t.p10_us = q(0.1);
+  t.p90_us = q(0.9);
+  t.runs = int(ms.size());
+  return t;
+}
+
+struct DeviceBuffer {
+  void* p = nullptr;
+  explicit DeviceBuffer(std::size_t bytes) { KVINFER_CUDA_CHECK(cudaMalloc(&p, bytes)); }
+  ~DeviceBuffer() { cudaFree(p); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+
+int sm_count() {
+  int dev = 0, n = 0;
+  KVINFER_CUDA_CHECK(cudaGetDevice(&dev));
+  KVINFER_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+  return n;
+}
+
+}  // namespace
+
+GpuTimer::GpuTimer(cudaStream_t stream) : stream_(stream) {
+  KVINFER_CUDA_CHECK(cudaEventCreate(&start_));
+  KVINFER_CUDA_CHECK(cudaEventCreate(&stop_));
+  int dev = 0, l2 = 0;
+  KVINFER_CUDA_CHECK(cudaGetDevice(&dev));
+  KVINFER_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+  // Several times the L2, and at least 256 MiB: long enough (~100 us) to cover the
+  // host's enqueueing of the timed work.
+  flush_bytes_ = std::max<std::size_t>(std::size_t(4) * std::size_t(l2), std::size_t(256) << 20) / 16 * 16;
+  // The flush buffer, then its reduction's accumulator.
+  KVINFER_CUDA_CHECK(cudaMalloc(&flush_buf_, flush_bytes_ + 64));
+  KVINFER_CUDA_CHECK(cudaMemset(flush_buf_, 0x5A, flush_bytes_ + 64));
+  flush_grid_ = sm_count() * 8;
+}
+
+GpuTimer::~GpuTimer() {
+  cudaEventDestroy(start_);
+  cudaEventDestroy(stop_);
+  cudaFree(flush_buf_);
+}
+
+// A read, not a write: the L2 ends up full of clean lines, so the timed work pays no
+// write-back of the flush's data when it evicts them.
+void GpuTimer::flush_l2() {
+  auto* acc = reinterpret_cast<unsigned long long*>(static_cast<char*>(flush_buf_) + flush_bytes_);
+  read_reduce_kernel<4><<<unsigned(flush_grid_), kThreads, 0, stream_>>>(static_cast<const uint4*>(flush_buf_),
+                                                                          flush_bytes_ / 16, acc);
+  KVINFER_CUDA_CHECK(cudaGetLastError());
+}
+
+Timing GpuTimer::time(const std::function<void()>& fn, int warmup, int runs, bool cold_l2) {
+  for (int i = 0; i < warmup; ++i) fn();
+  KVINFER_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  std::vector<float> ms;
+  ms.reserve(std::size_t(runs));
+  for (int i = 0; i < runs; ++i) {
+    if (cold_l2) flush_l2();
+    KVINFER_CUDA_CHECK(cudaEventRecord(start_, stream_));
+    fn();
+    KVINFER_CUDA_CHECK(cudaEventRecord(stop_, stream_));
+    KVINFER_CUDA_CHECK(cudaEventSynchronize(stop_));
+    float t = 0;
+    KVINFER_CUDA_CHECK(cudaEventElapsedTime(&t, start_, stop_));
+    ms.push_back(t);
+  }
+  KVINFER_CUDA_CHECK(cudaGetLastError());
+  return summarize(std::move(ms));
+}
+
+void fill_random_bits(void* p, std::size_t bytes, std::uint64_t seed, cudaStream_t stream) {
+  const std::size_t words = bytes / 8;
+  if (words > 0) {
+    const unsigned grid = unsigned(std::min<std::size_t>((words + kThreads - 1) / kThreads, 65536));
+    fill_bits_kernel<<<grid, kThreads, 0, stream>>>(static_cast<std::uint64_t*>(p), words, seed);
+    KVINFER_CUDA_CHECK(cudaGetLastError());
+  }
+  if (bytes % 8) {
+    fill_tail_kernel<<<1, 8, 0, stream>>>(static_cast<std::uint8_t*>(p) + words * 8, bytes % 8, seed);
+    KVINFER_CUDA_CHECK(cudaGetLastError());
+  }
+}
+
+void fill_random_uniform(void* p, std::size_t count, RandomKind kind, std::uint64_t seed, cudaStream_t stream) {
+  if (count == 0) return;
+  const unsigned grid = unsigned(std::min<std::size_t>((count + kThreads - 1) / kThreads, 65536));
+  switch (kind) {
+    case RandomKind::kF32: fill_uniform_kernel<<<grid, kThreads, 0, stream>>>(static_cast<float*>(p), count, seed); break;
+    case RandomKind::kF16: fill_uniform_kernel<<<grid, kThreads, 0, stream>>>(static_cast<__half*>(p), count, seed); break;
+    case RandomKind::kBF16:
+      fill_uniform_kernel<<<grid, kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(p), count, seed);
+      break;
+  }
+  KVINFER_CUDA_CHECK(cudaGetLastError());
+}
+
+DeviceInfo device_info() {
+  DeviceInfo d;
+  int dev = 0;
+  KVINFER_CUDA_CHECK(cudaGetDevice(&dev));
+  cudaDeviceProp prop{};
+  KVINFER_CUDA_CHECK(cudaGetDeviceProperties(&prop, dev));
+  d.name = prop.name;
+  d.sm_count = prop.multiProcessorCount;
+  d.l2_bytes = prop.l2CacheSize;
+  d.cc_major = prop.major;
+  d.cc_minor = prop.minor;
+  d.mem_gib = double(prop.totalGlobalMem) / double(1ull << 30);
+  KVINFER_CUDA_CHECK(cudaDriverGetVersion(&d.driver));
+  KVINFER_CUDA_CHECK(cudaRuntimeGetVersion(&d.runtime));
+  return d;
+}
+
+Ceiling measure_read_bandwidth(std::size_t bytes, std::vector<Ceiling>* variants) {
+  bytes = bytes / 16 * 16;
+  DeviceBuffer buf(bytes), out(sizeof(unsigned long long));
+  fill_random_bits(buf.p, bytes, 0x5EED);
+  GpuTimer timer;
+  const int sms = sm_count();
+  const std::size_t n = bytes / 16;
+  auto* src = static_cast<const uint4*>(buf.p);
+  auto* acc = static_cast<unsigned long long*>(out.p);
+  Ceiling best{"read_bandwidth", 0, "GB/s", {}, ""};
+  // (unroll, resident blocks per multiprocessor): 8 blocks of 256 fill an H100/H200 SM.
+  const int shapes[][2] = {{4, 8}, {8, 8}, {16, 8}, {8, 4}};
+  for (const auto& s : shapes) {
+    const unsigned grid = unsigned(sms * s[1]);
+    auto launch = [&] {
+      switch (s[0]) {
+        case 4: read_reduce_kernel<4><<<grid, kThreads>>>(src, n, acc); break;
+        case 8: read_reduce_kernel<8><<<grid, kThreads>>>(src, n, acc); break;
+        default: read_reduce_kernel<16><<<grid, kThreads>>>(src, n, acc); break;
+      }
+    };
+    // A 4 GiB stream is far beyond the L2: every run is cold without a flush.
+    const Timing t = timer.time(launch, 3, 20, false);
+    Ceiling c{"read_bandwidth", double(bytes) / (t.median_us * 1e3), "GB/s", t,
+              "unroll " + std::to_string(s[0]) + ", " + std::to_string(s[1]) + " blocks/SM x " +
+                  std::to_string(kThreads) + " threads"};
+    if (variants) variants->push_back(c);
+    if (c.value > best.value) best = c;
+  }
+  return best;
+}
+
+Ceiling measure_copy_bandwidth(std::size_t bytes) {
+  DeviceBuffer a(bytes), b(bytes);
+  fill_random_bits(a.p, bytes, 0xC0FFEE);
+  GpuTimer timer;
+  const Timing t = timer.time([&] { KVINFER_CUDA_CHECK(cudaMemcpyAsync(b.p, a.p, bytes, cudaMemcpyDeviceToDevice)); },
+                              3, 20, false);
+  return {"copy_bandwidth", 2.0 * double(bytes) / (t.median_us * 1e3), "GB/s", t,
+          "cudaMemcpyAsync D2D, bytes read + written"};
+}
+
+Ceiling measure_copy_kernel_bandwidth(std::size_t bytes) {
+  bytes = bytes / 16 * 16;
+  DeviceBuffer a(bytes), b(bytes);
+  fill_random_bits(a.p, bytes, 0xC0FFEE);
+  GpuTimer timer;
+  const unsigned grid = unsigned(sm_count() * 8);
+  const Timing t = timer.time(
+      [&] {
+        copy_kernel<4><<<grid, kThreads>>>(static_cast<const uint4*>(a.p), static_cast<uint4*>(b.p), bytes / 16);
+      },
+      3, 20, false);
+  return {"copy_kernel_bandwidth", 2.0 * double(bytes) / (t.median_us * 1e3), "GB/s", t,
+          "16-byte vector copy kernel, unroll 4, bytes read + written"};
+}
+
+#ifdef KVINFER_BENCH_HAVE_CUBLAS
+#define KVINFER_CUBLAS_CHECK(call)                                                       \
+  do {                                                                                   \
+    const cublasStatus_t st_ = (call);                                                   \
+    if (st_ != CUBLAS_STATUS_SUCCESS) {                                                  \
+      throw std::runtime_error(std::string(#call) + " failed: " + cublasGetStatusString(st_)); \
+    }                                                                                    \
+  } while (0)
+
+Ceiling measure_gemm_bf16(int m, int n, int k) {
+  DeviceBuffer a(std::size_t(m) * k * 2), b(std::size_t(k) * n * 2), c(std::size_t(m) * n * 2);
+  // cuBLAS on Hopper picks its best kernels with a 32 MiB workspace.
+  DeviceBuffer workspace(std::size_t(32) << 20);
+  fill_random_uniform(a.p, std::size_t(m) * k, RandomKind::kBF16, 1);
+  fill_random_uniform(b.p, std::size_t(k) * n, RandomKind::kBF16, 2);
+  cublasHandle_t handle;
+  KVINFER_CUBLAS_CHECK(cublasCreate(&handle));
+  Ceiling result{"gemm_bf16", 0, "TFLOP/s", {}, ""};
+  try {
+    KVINFER_CUBLAS_CHECK(cublasSetWorkspace(handle, workspace.p, std::size_t(32) << 20));
+    const float alpha = 1.0f, beta = 0.0f;
+    GpuTimer timer;
+    const Timing t = timer.time(
+        [&] {
+          KVINFER_CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, a.p, CUDA_R_16BF, m,
+                                            b.p, CUDA_R_16BF, k, &beta, c.p, CUDA_R_16BF, m, CUBLAS_COMPUTE_32F,
+                                            CUBLAS_GEMM_DEFAULT));
+        },
+        5, 20, false);
+    result.timing = t;
+    result.value = 2.0 * double(m) * n * k / (t.median_us * 1e-6) / 1e12;
+    result.detail = "cublasGemmEx bf16 in/out, fp32 compute, " + std::to_string(m) + "x" + std::to_string(n) +
+                    "x" + std::to_string(k) + ", random data";
+  } catch (...) {
+    cublasDestroy(handle);
+    throw;
+  }
+  cublasDestroy(handle);
+  return result;
+}
+#else
+Ceiling measure_gemm_bf16(int, int, int) { return {"gemm_bf16", 0, "TFLOP/s", {}, "cuBLAS not built"}; }
+#endif
+
+}  // namespace kvinfer::bench

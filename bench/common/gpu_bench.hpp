@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+// Shared measuring tools of the CUDA benchmarks: event timing with cold L2, random
+// device data, and the ceilings (read bandwidth, copy bandwidth, bf16 GEMM rate)
+// that every benchmark run reports its figures against.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cuda/check.cuh"
+
+namespace kvinfer::bench {
+
+struct Timing {
+  double median_us = 0, min_us = 0, p10_us = 0, p90_us = 0;
+  int runs = 0;
+};
+
+// Times `fn` (which enqueues work on `stream`) with CUDA events: `warmup` untimed
+// calls, then `runs` timed ones, each preceded (outside the events) by a read of a
+// buffer several times the L2 so that every run starts with a cold L2. The flush also
+// keeps the GPU busy while the host enqueues fn, so host launch overhead is not
+// counted.
+class GpuTimer {
+ public:
+  explicit GpuTimer(cudaStream_t stream = nullptr);
+  ~GpuTimer();
+  GpuTimer(const GpuTimer&) = delete;
+  GpuTimer& operator=(const GpuTimer&) = delete;
+
+  Timing time(const std::function<void()>& fn, int warmup = 5, int runs = 30, bool cold_l2 = true);
+  void flush_l2();
+  cudaStream_t stream() const { return stream_; }
+
+ private:
+  cudaStream_t stream_;
+  cudaEvent_t start_, stop_;
+  void* flush_buf_ = nullptr;
+  std::size_t flush_bytes_ = 0;
+  int flush_grid_ = 0;
+};
+
+// Fills `bytes` of device memory with pseudo-random bits (a counter hash: fast, and
+// never all zeros).
+void fill_random_bits(void* p, std::size_t bytes, std::uint64_t seed, cudaStream_t stream = nullptr);
+// Fills `count` values uniform in [-1, 1) of dtype f32 (kind 0), f16 (1) or bf16 (2).
+enum class RandomKind { kF32, kF16, kBF16 };
+void fill_random_uniform(void* p, std::size_t count, RandomKind kind, std::uint64_t seed,
+                         cudaStream_t stream = nullptr);
+
+struct DeviceInfo {
+  std::string name;
+  int sm_count = 0, l2_bytes = 0, cc_major = 0, cc_minor = 0, driver = 0, runtime = 0;
+  double mem_gib = 0;
+};
+DeviceInfo device_info();
+
+struct Ceiling {
+  std::string name;
+  double value = 0;  // GB/s or TFLOP/s
+  std::string unit;
+  Timing timing;
+  std::string detail;  // variant that gave the value
+};
+
+// Read bandwidth: a kernel that streams `bytes` (>= 4 GiB) once with 16-byte loads and
+// reduces them; the best of a few launch shapes. GB/s = bytes read / time.
+Ceiling measure_read_bandwidth(std::size_t bytes = std::size_t(4) << 30, std::vector<Ceiling>* variants = nullptr);
+// Device-to-device cudaMemcpyAsync of `bytes`; GB/s counts bytes read + written.
+Ceiling measure_copy_bandwidth(std::size_t bytes = std::size_t(2) << 30);
+// The same with a 16-byte-vector copy kernel (a second opinion on the copy ceiling).
+Ceiling measure_copy_kernel_bandwidth(std::size_t bytes = std::size_t(2) << 30);
+// cuBLAS bf16 GEMM (fp32 accumulation) m x n x k on random data; TFLOP/s.
+// value 0 and detail "cuBLAS not built" when the benchmarks were built without cuBLAS.
+Ceiling measure_gemm_bf16(int m = 8192, int n = 8192, int k = 8192);
+
+}  // namespace kvinfer::bench

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+// Everything a backend needs to execute one planned attention call: the checked
+// problem, the tensors of this run, and the schedule in the workspace. Made by
+// AttentionPlan::run after validation; backends trust it.
+#pragma once
+
+#include <cstdint>
+
+#include "kvinfer/attention/options.hpp"
+#include "kvinfer/core/tensor.hpp"
+#include "kvinfer/layout/kv_layout.hpp"
+#include "plan/schedule.hpp"
+
+namespace kvinfer::detail {
+
+enum class KVStorage : std::uint8_t { kRagged, kPaged };
+
+// The shape of the problem, fixed at plan time.
+struct AttentionProblem {
+  KVStorage storage = KVStorage::kRagged;
+  KVLayout layout = KVLayout::kNHD;
+  std::int64_t batch_size = 0;
+  std::int64_t nnz_q = 0;
+  std::int64_t nnz_kv = 0;  // ragged: key rows; paged: entries of kv_indices used
+  std::int64_t num_qo_heads = 0;
+  std::int64_t num_kv_heads = 0;
+  std::int64_t head_dim_qk = 0;
+  std::int64_t head_dim_vo = 0;
+  std::int64_t page_size = 1;
+  DType q_dtype = DType::kBF16;
+  DType kv_dtype = DType::kBF16;
+  DType o_dtype = DType::kBF16;
+  MaskMode mask_mode = MaskMode::kNone;
+  int window_left = -1;
+  float logits_soft_cap = 0.0f;
+  float sm_scale = 1.0f;  // before k_scale
+  PosEncoding pos_encoding = PosEncoding::kNone;
+  float rope_rcp_scale = 1.0f;
+  float rope_rcp_theta = 1.0e-4f;
+
+  std::int64_t group_size() const { return num_qo_heads / num_kv_heads; }
+};
+
+struct AttentionParams {
+  AttentionProblem problem;
+  float sm_scale = 1.0f;  // problem.sm_scale * k_scale
+  float v_scale = 1.0f;
+
+  // Tensors of this run, on the run's device.
+  TensorView q;           // [nnz_q, Hq, Dqk]
+  TensorView o;           // [nnz_q, Hq, Dvo]
+  TensorView lse;         // [nnz_q, Hq] float32, or absent
+  TensorView k, v;        // ragged: NHD [nnz_kv, Hk, D] / HND [Hk, nnz_kv, D]; paged: 4-D page views
+  TensorView kv_indices;  // paged: int32 [>= nnz_kv]
+  const float* alibi_slopes = nullptr;      // [Hq], with PosEncoding::kAlibi
+  const std::uint8_t* custom_mask = nullptr;  // packed bits, little order; RequestInfo::mask_offset
+
+  // The schedule, in the workspace of the run's device.
+  const RequestInfo* requests = nullptr;
+  const WorkItem* items = nullptr;
+  const MergeToken* merge_tokens = nullptr;
+  const std::int32_t* counts = nullptr;  // num_items, num_merge_tokens, batch_size, nnz_q
+  float* partial_o = nullptr;            // [max_partial_rows, Hq, Dvo]
+  float* partial_lse = nullptr;          // [max_partial_rows, Hq]
+  std::int64_t max_items = 0;            // grid sizes: fixed within a capacity
+  std::int64_t max_merge_tokens = 0;
+  Stream stream = nullptr;
+};
+
+}  // namespace kvinfer::detail

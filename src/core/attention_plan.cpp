@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "core/attention_plan.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <numeric>
+
+#include "core/check.hpp"
+#include "cpu/attention.hpp"
+#include "kvinfer/ops/packbits.hpp"
+#ifdef KVINFER_WITH_CUDA
+#include "cuda/attention.hpp"
+#include "cuda/runtime.hpp"
+#endif
+
+namespace kvinfer::detail {
+namespace {
+
+// The CPU backend attends any head dim that is a multiple of 16 up to 512; the
+// CUDA backend narrows this to its compiled instances.
+constexpr std::int64_t kMaxHeadDim = 512;
+constexpr std::int32_t kCpuQTileRows = 64;
+
+bool is_supported_head_dim(std::int64_t d) { return d >= 16 && d <= kMaxHeadDim && d % 16 == 0; }
+
+void check_finite(std::string_view op, std::string_view arg, float x, bool positive, std::string_view rule) {
+  require_v(std::isfinite(x) && (positive ? x > 0.0f : x >= 0.0f), op, arg, x, rule);
+}
+
+}  // namespace
+
+AttentionPlan::AttentionPlan(Device device, KVLayout layout, std::optional<Capacity> capacity)
+    : device_(device), layout_(layout), capacity_(capacity), profile_(device_profile(device)) {
+  if (device.is_cuda()) {
+    require(cuda_backend_built(), "attention", "device", to_string(device),
+            "the CUDA backend is not built (configure with -DKVINFER_CUDA=ON on a machine with nvcc)");
+    require_v(device.index < cuda_device_count(), "attention", "device", to_string(device),
+              fmt::format("no such GPU ({} found)", cuda_device_count()));
+  }
+  if (capacity) {
+    require_v(capacity->max_batch >= 0 && capacity->max_qo_tokens >= 0 && capacity->max_kv >= 0, "attention",
+              "capacity", fmt::format("{{{}, {}, {}}}", capacity->max_batch, capacity->max_qo_tokens, capacity->max_kv),
+              "capacities must be non-negative");
+  }
+}
+
+AttentionProblem AttentionPlan::check_problem(const PlanRequest& req) const {
+  const std::string_view op = req.op;
+  AttentionProblem pr;
+  pr.storage = req.storage;
+  pr.layout = layout_;
+  pr.batch_size = std::int64_t(req.qo_lens.size());
+  pr.nnz_q = std::accumulate(req.qo_lens.begin(), req.qo_lens.end(), std::int64_t(0));
+  pr.nnz_kv = req.nnz_kv;
+
+  require_v(req.num_qo_heads > 0, op, "num_qo_heads", req.num_qo_heads, "must be positive");
+  require_v(req.num_kv_heads > 0, op, "num_kv_heads", req.num_kv_heads, "must be positive");
+  require_v(req.num_qo_heads % req.num_kv_heads == 0, op, "num_qo_heads", req.num_qo_heads,
+            fmt::format("must be a multiple of num_kv_heads ({})", req.num_kv_heads));
+  pr.num_qo_heads = req.num_qo_heads;
+  pr.num_kv_heads = req.num_kv_heads;
+
+  const std::string_view dim_rule = "must be a multiple of 16 in [16, 512]";
+  require_v(is_supported_head_dim(req.head_dim_qk), op,
+            req.storage == KVStorage::kRagged ? "head_dim_qk" : "head_dim", req.head_dim_qk, dim_rule);
+  pr.head_dim_qk = req.head_dim_qk;
+  pr.head_dim_vo = req.head_dim_vo == 0 ? req.head_dim_qk : req.head_dim_vo;
+  require_v(is_supported_head_dim(pr.head_dim_vo), op, "head_dim_vo", pr.head_dim_vo, dim_rule);
+
+  require_v(req.page_size >= 1, op, "page_size", req.page_size, "must be at least 1");
+  pr.page_size = req.page_size;
+
+  require(is_half(req.q_dtype), op, "q_dtype", dtype_name(req.q_dtype), "must be float16 or bfloat16");
+  require(is_half(req.kv_dtype) || is_fp8(req.kv_dtype), op, "kv_dtype", dtype_name(req.kv_dtype),
+          "must be float16, bfloat16, float8_e4m3 or float8_e5m2");
+  require(is_half(req.o_dtype), op, "o_dtype", dtype_name(req.o_dtype), "must be float16 or bfloat16");
+  pr.q_dtype = req.q_dtype;
+  pr.kv_dtype = req.kv_dtype;
+  pr.o_dtype = req.o_dtype;
+
+  const AttentionOptions& o = req.options;
+  pr.mask_mode = o.mask_mode;
+  if (o.mask_mode == MaskMode::kCustom) {
+    require(req.custom_mask.defined(), op, "custom_mask", "(absent)",
+            "mask_mode custom needs a custom_mask (bool, or uint8 packed little-endian)");
+  } else {
+    require(!req.custom_mask.defined(), op, "custom_mask", req.custom_mask.describe(),
+            o.mask_mode == MaskMode::kCausal ? "causal and a custom mask cannot be combined"
+                                             : "a custom mask needs mask_mode = custom");
+  }
+  require_v(o.window_left >= -1, op, "options.window_left", o.window_left, "must be -1 (off) or >= 0");
+  pr.window_left = o.window_left;
+  check_finite(op, "options.logits_soft_cap", o.logits_soft_cap, false, "must be finite and >= 0 (0: off)");
+  pr.logits_soft_cap = o.logits_soft_cap;
+  pr.sm_scale = o.sm_scale.value_or(1.0f / std::sqrt(float(pr.head_dim_qk)));
+  check_finite(op, "options.sm_scale", pr.sm_scale, true, "must be finite and positive");
+  pr.pos_encoding = o.pos_encoding;
+  if (o.pos_encoding == PosEncoding::kRopeLlama) {
+    check_finite(op, "options.rope_scale", o.rope_scale, true, "must be finite and positive");
+    check_finite(op, "options.rope_theta", o.rope_theta, true, "must be finite and positive");
+  }
+  pr.rope_rcp_scale = 1.0f / o.rope_scale;
+  pr.rope_rcp_theta = 1.0f / o.rope_theta;
+  if (o.pos_encoding == PosEncoding::kAlibi && !o.alibi_slopes.empty()) {
+    require_v(std::int64_t(o.alibi_slopes.size()) == pr.num_qo_heads, op, "options.alibi_slopes.size()",
+              o.alibi_slopes.size(), fmt::format("must equal num_qo_heads ({})", pr.num_qo_heads));
+  }
+  require_v(req.split.fixed_split_size == -1 || req.split.fixed_split_size > 0, op, "split.fixed_split_size",
+            req.split.fixed_split_size, "must be -1 (automatic) or positive");
+
+  if (capacity_) {
+    require_v(pr.batch_size <= capacity_->max_batch, op, "batch_size", pr.batch_size,
+              fmt::format("must not exceed the capacity's max_batch ({})", capacity_->max_batch));
+    require_v(pr.nnz_q <= capacity_->max_qo_tokens, op, "qo_indptr[batch_size]", pr.nnz_q,
+              fmt::format("must not exceed the capacity's max_qo_tokens ({})", capacity_->max_qo_tokens));
+    require_v(pr.nnz_kv <= capacity_->max_kv, op, "kv_indptr[batch_size]", pr.nnz_kv, fmt::format("must not exceed the capacity's max_kv ({})", capacity_->max_kv));
+  }
+  return pr;
+}
+
+Schedule AttentionPlan::make_plan_schedule(const PlanRequest& req, const AttentionProblem& pr,
+                                           std::span<const std::int64_t> mask_offsets) const {
+  ScheduleInput in;
+  in.qo_lens = req.qo_lens;
+  in.kv_lens = req.kv_lens;
+  in.num_qo_heads = pr.num_qo_heads;
+  in.num_kv_heads = pr.num_kv_heads;
+  in.head_dim_vo = pr.head_dim_vo;
+  in.page_size = pr.page_size;
+  in.window_left = pr.window_left;
+  in.q_tile_rows = kCpuQTileRows;
+#ifdef KVINFER_WITH_CUDA
+  if (device_.is_cuda()) in.q_tile_rows = cuda::q_tile_rows(pr);
+#endif
+  in.fixed_split_size = req.split.fixed_split_size;
+  in.disable_split_kv = req.split.disable_split_kv;
+  in.mask_offsets = mask_offsets;
+  if (capacity_) {
+    const std::int64_t max_kv_tokens =
+        pr.storage == KVStorage::kPaged ? capacity_->max_kv * pr.page_size : capacity_->max_kv;
+    in.capacity = ScheduleInput::Capacity{capacity_->max_batch, capacity_->max_qo_tokens, max_kv_tokens,
+                                          req.max_qo_len};
+  }
+  Schedule s = make_schedule(in, profile_);
+  for (std::size_t b = 0; b < s.requests.size(); ++b) s.requests[b].kv_begin = req.kv_begin[b];
+  return s;
+}
+
+WorkspaceSize AttentionPlan::workspace_size(const PlanRequest& req) const {
+  const AttentionProblem pr = check_problem(req);
+  const Schedule s = make_plan_schedule(req, pr, {});
+  return {s.layout.float_bytes, s.layout.int_bytes};
+}
+
+void AttentionPlan::plan(const PlanRequest& req) {
+  const std::string_view op = req.op;
+  AttentionProblem pr = check_problem(req);
+
+  // The custom mask, packed per request with byte offsets (SPEC §2).
+  std::vector<std::int64_t> mask_offsets;
+  custom_mask_ = {};
+  if (pr.mask_mode == MaskMode::kCustom) {
+    const TensorView& m = req.custom_mask;
+    check_device(op, "custom_mask", m, device_);
+    check_rank(op, "custom_mask", m, 1);
+    require(m.dtype() == DType::kBool || m.dtype() == DType::kU8, op, "custom_mask.dtype", dtype_name(m.dtype()),
+            "must be bool (one element per entry) or uint8 (bit-packed, little bit order)");
+    require_v(m.size(0) <= 1 || m.stride(0) == 1, op, "custom_mask.stride(0)", m.stride(0), "must be contiguous");
+    mask_offsets = mask_indptr(req.qo_lens, req.kv_lens, /*packed=*/true);
+    if (m.dtype() == DType::kBool) {
+      const std::vector<std::int64_t> elems = mask_indptr(req.qo_lens, req.kv_lens, /*packed=*/false);
+      require_v(m.size(0) == elems.back(), op, "custom_mask.shape[0]", m.size(0),
+                fmt::format("must equal sum(qo_len * kv_len) = {}", elems.back()));
+      require_v(elems.back() <= std::numeric_limits<std::int32_t>::max(), op, "custom_mask.shape[0]", elems.back(),
+                "a boolean mask has at most 2^31 - 1 entries; pass it bit-packed instead");
+      Tensor indptr_host = Tensor::empty({std::int64_t(elems.size())}, DType::kI32);
+      for (std::size_t i = 0; i < elems.size(); ++i) indptr_host.data_as<std::int32_t>()[i] = std::int32_t(elems[i]);
+      Tensor indptr = device_.is_cpu() ? std::move(indptr_host) : indptr_host.to(device_);
+      SegmentPacked packed = segment_packbits(m, indptr, BitOrder::kLittle);
+      custom_mask_packed_ = std::move(packed.data);
+      custom_mask_ = custom_mask_packed_.view();
+    } else {
+      require_v(m.size(0) == mask_offsets.back(), op, "custom_mask.shape[0]", m.size(0),
+                fmt::format("a packed mask has sum(ceil(qo_len * kv_len / 8)) = {} bytes (each request padded "
+                            "to a whole byte)", mask_offsets.back()));
+      custom_mask_packed_ = Tensor();
+      custom_mask_ = m;
+    }
+  }
+
+  Schedule s = make_plan_schedule(req, pr, mask_offsets);
+
+  // Workspace: allocated once in capacity mode (sizes depend only on the capacity),
+  // otherwise grown as needed.
+  const bool fixed = capacity_.has_value();
+  if (!int_workspace_.defined() || int_workspace_.nbytes() < s.layout.int_bytes) {
+    require(!fixed || !int_workspace_.defined(), op, "capacity", "int workspace",
+            "a fixed-capacity plan must not grow its workspace");
+    int_workspace_ = Tensor::empty({std::int64_t(s.layout.int_bytes)}, DType::kU8, device_);
+  }
+  if (!float_workspace_.defined() || float_workspace_.nbytes() < s.layout.float_bytes) {
+    require(!fixed || !float_workspace_.defined(), op, "capacity", "float workspace",
+            "a fixed-capacity plan must not grow its workspace");
+    float_workspace_ = Tensor::empty({std::int64_t(std::max<std::size_t>(4, s.layout.float_bytes))}, DType::kU8, device_);
+  }
+
+  // The schedule's arrays, written to host memory and copied once to the device.
+  std::vector<std::uint8_t> host(s.layout.int_bytes, 0);
+  std::memcpy(host.data() + s.layout.requests, s.requests.data(), s.requests.size() * sizeof(RequestInfo));
+  std::memcpy(host.data() + s.layout.items, s.items.data(), s.items.size() * sizeof(WorkItem));
+  std::memcpy(host.data() + s.layout.merge_tokens, s.merge_tokens.data(), s.merge_tokens.size() * sizeof(MergeToken));
+  const std::int32_t counts[4] = {std::int32_t(s.items.size()), std::int32_t(s.merge_tokens.size()),
+                                  std::int32_t(pr.batch_size), std::int32_t(pr.nnz_q)};
+  std::memcpy(host.data() + s.layout.counts, counts, sizeof(counts));
+  copy(int_workspace_.view().slice(0, 0, std::int64_t(host.size())),
+       TensorView(host.data(), DType::kU8, {std::int64_t(host.size())}));
+
+  if (pr.pos_encoding == PosEncoding::kAlibi) {
+    std::vector<float> slopes = req.options.alibi_slopes.empty() ? alibi_slopes(int(pr.num_qo_heads))
+                                                                 : req.options.alibi_slopes;
+    alibi_slopes_ = Tensor::empty({pr.num_qo_heads}, DType::kF32, device_);
+    copy(alibi_slopes_, TensorView(slopes.data(), DType::kF32, {pr.num_qo_heads}));
+  }
+#ifdef KVINFER_WITH_CUDA
+  if (device_.is_cuda()) cuda::stream_synchronize(nullptr);  // host buffers above go out of scope
+#endif
+  kv_indices_ = req.kv_indices;
+  problem_ = pr;
+  schedule_ = std::move(s);
+  planned_ = true;
+}
+
+void AttentionPlan::check_run(std::string_view op, const TensorView& q, const TensorView& k, const TensorView& v,
+                              const TensorView& out, const RunOptions& options) const {
+  require(planned_, op, "plan", "(none)", "run() needs a successful plan() first");
+  const AttentionProblem& pr = problem_;
+  check_rank(op, "q", q, 3);
+  check_device(op, "q", q, device_);
+  check_dtype(op, "q", q, pr.q_dtype);
+  check_size(op, "q", q, 0, pr.nnz_q, "qo_indptr[batch_size] of the plan");
+  check_size(op, "q", q, 1, pr.num_qo_heads, "num_qo_heads of the plan");
+  check_size(op, "q", q, 2, pr.head_dim_qk, "head_dim_qk of the plan");
+  check_last_dim_contiguous(op, "q", q);
+
+  check_rank(op, "out", out, 3);
+  check_device(op, "out", out, device_);
+  check_dtype(op, "out", out, pr.o_dtype);
+  check_size(op, "out", out, 0, pr.nnz_q, "qo_indptr[batch_size] of the plan");
+  check_size(op, "out", out, 1, pr.num_qo_heads, "num_qo_heads of the plan");
+  check_size(op, "out", out, 2, pr.head_dim_vo, "head_dim_vo of the plan");
+  check_last_dim_contiguous(op, "out", out);
+
+  if (options.lse.defined()) {
+    check_rank(op, "lse", options.lse, 2);
+    check_device(op, "lse", options.lse, device_);
+    check_dtype(op, "lse", options.lse, DType::kF32);
+    check_size(op, "lse", options.lse, 0, pr.nnz_q, "qo_indptr[batch_size] of the plan");
+    check_size(op, "lse", options.lse, 1, pr.num_qo_heads, "num_qo_heads of the plan");
+  }
+  require_v(std::isfinite(options.k_scale) && options.k_scale != 0.0f, op, "k_scale", options.k_scale,
+            "must be finite and non-zero");
+  require_v(std::isfinite(options.v_scale), op, "v_scale", options.v_scale, "must be finite");
+
+  const bool nhd = layout_ == KVLayout::kNHD;
+  const bool paged = pr.storage == KVStorage::kPaged;
+  for (auto [name, t, dim] : {std::tuple{"k", &k, pr.head_dim_qk}, std::tuple{"v", &v, pr.head_dim_vo}}) {
+    const std::string n = paged ? fmt::format("paged_kv_cache.{}", name) : std::string(name);
+    const std::string_view why_dim = dim == pr.head_dim_qk && std::string_view(name) == "k"
+                                         ? "head_dim_qk of the plan" : "head_dim_vo of the plan";
+    if (!paged) {
+      check_rank(op, n, *t, 3);
+      check_size(op, n, *t, nhd ? 0 : 1, pr.nnz_kv, "kv_indptr[batch_size] of the plan");
+      check_size(op, n, *t, nhd ? 1 : 0, pr.num_kv_heads, "num_kv_heads of the plan");
+    } else {
+      check_rank(op, n, *t, 4);
+      check_size(op, n, *t, nhd ? 1 : 2, pr.page_size, "page_size of the plan");
+      check_size(op, n, *t, nhd ? 2 : 1, pr.num_kv_heads, "num_kv_heads of the plan");
+    }
+    check_size(op, n, *t, -1, dim, why_dim);
+    check_device(op, n, *t, device_);
+    check_dtype(op, n, *t, pr.kv_dtype);
+    check_last_dim_contiguous(op, n, *t);
+  }
+
+  // Page ids are read by run(): on the CPU they are checked here always; on a GPU
+  // only in checked mode, since reading them would synchronise (SPEC §5).
+  if (pr.storage == KVStorage::kPaged && device_.is_cpu() && pr.nnz_kv > 0) {
+    const auto* ids = kv_indices_.data_as<const std::int32_t>();
+    const std::int64_t num_pages = k.size(0);
+    for (std::int64_t i = 0; i < pr.nnz_kv; ++i) {
+      if (ids[i] < 0 || ids[i] >= num_pages) {
+        fail(op, fmt::format("kv_indices[{}]", i), std::to_string(ids[i]),
+             fmt::format("page ids must be in [0, {}) (pages in the cache)", num_pages));
+      }
+    }
+  }
+}
+
+void AttentionPlan::run(std::string_view op, const TensorView& q, const TensorView& k, const TensorView& v,
+                        const TensorView& out, const RunOptions& options) const {
+  check_run(op, q, k, v, out, options);
+  AttentionParams p;
+  p.problem = problem_;
+  p.sm_scale = problem_.sm_scale * options.k_scale;
+  p.v_scale = options.v_scale;
+  p.q = q;
+  p.o = out;
+  p.lse = options.lse;
+  p.k = k;
+  p.v = v;
+  p.kv_indices = kv_indices_;
+  p.alibi_slopes = alibi_slopes_.defined() ? alibi_slopes_.data_as<const float>() : nullptr;
+  p.custom_mask = custom_mask_.defined() ? custom_mask_.data_as<const std::uint8_t>() : nullptr;
+  const auto* ws = int_workspace_.data_as<const std::uint8_t>();
+  const WorkspaceLayout& l = schedule_.layout;
+  p.requests = reinterpret_cast<const RequestInfo*>(ws + l.requests);
+  p.items = reinterpret_cast<const WorkItem*>(ws + l.items);
+  p.merge_tokens = reinterpret_cast<const MergeToken*>(ws + l.merge_tokens);
+  p.counts = reinterpret_cast<const std::int32_t*>(ws + l.counts);
+  auto* fws = float_workspace_.data_as<std::uint8_t>();
+  p.partial_o = reinterpret_cast<float*>(fws + l.partial_o);
+  p.partial_lse = reinterpret_cast<float*>(fws + l.partial_lse);
+  p.max_items = schedule_.max_items;
+  p.max_merge_tokens = schedule_.max_merge_tokens;
+  p.stream = options.stream;
+  if (device_.is_cpu()) {
+    cpu::run_attention(p);
+    return;
+  }
+#ifdef KVINFER_WITH_CUDA
+  cuda::run_attention(p);
+#endif
+}
+
+}  // namespace kvinfer::detail

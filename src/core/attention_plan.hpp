@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+// The engine behind every attention wrapper: holds the checked problem, the
+// schedule and the workspace of one plan, and turns run() arguments into
+// AttentionParams for the backend of the wrapper's device.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/attention_params.hpp"
+#include "kvinfer/attention/options.hpp"
+#include "kvinfer/attention/run_options.hpp"
+#include "kvinfer/layout/paged_kv_cache.hpp"
+#include "plan/schedule.hpp"
+
+namespace kvinfer::detail {
+
+// Plan-time description gathered by a wrapper from its public PlanArgs.
+struct PlanRequest {
+  std::string_view op;                  // public name used in error messages
+  KVStorage storage = KVStorage::kRagged;
+  std::vector<std::int32_t> qo_lens;    // per request
+  std::vector<std::int32_t> kv_lens;    // keys per request
+  std::vector<std::int32_t> kv_begin;   // ragged: first key row; paged: kv_indptr[i]
+  std::int64_t nnz_kv = 0;
+  std::int64_t num_qo_heads = 0, num_kv_heads = 0, head_dim_qk = 0, head_dim_vo = 0, page_size = 1;
+  DType q_dtype = DType::kBF16, kv_dtype = DType::kBF16, o_dtype = DType::kBF16;
+  AttentionOptions options;
+  TensorView custom_mask;  // bool (unpacked) or uint8 (packed, little), or absent
+  TensorView kv_indices;   // paged: read by run()
+  SplitOptions split;
+  std::int64_t max_qo_len = -1;  // rows of one request when fixed by the wrapper (decode: 1)
+};
+
+class AttentionPlan {
+ public:
+  AttentionPlan(Device device, KVLayout layout, std::optional<Capacity> capacity);
+
+  Device device() const { return device_; }
+  KVLayout layout() const { return layout_; }
+  bool planned() const { return planned_; }
+  const AttentionProblem& problem() const { return problem_; }
+  const Schedule& schedule() const { return schedule_; }
+
+  WorkspaceSize workspace_size(const PlanRequest& req) const;
+  void plan(const PlanRequest& req);
+
+  // Checks the run's tensors against the plan and executes it. k/v are the ragged
+  // tensors or the cache's page views.
+  void run(std::string_view op, const TensorView& q, const TensorView& k, const TensorView& v,
+           const TensorView& out, const RunOptions& options) const;
+
+ private:
+  // Validation of the plan arguments shared by all wrappers; fills problem_.
+  AttentionProblem check_problem(const PlanRequest& req) const;
+  Schedule make_plan_schedule(const PlanRequest& req, const AttentionProblem& problem,
+                              std::span<const std::int64_t> mask_offsets) const;
+  void check_run(std::string_view op, const TensorView& q, const TensorView& k, const TensorView& v,
+                 const TensorView& out, const RunOptions& options) const;
+
+  Device device_;
+  KVLayout layout_;
+  std::optional<Capacity> capacity_;
+  DeviceProfile profile_;
+
+  bool planned_ = false;
+  AttentionProblem problem_;
+  Schedule schedule_;
+  TensorView kv_indices_;
+  Tensor custom_mask_packed_;  // owned when plan packed a boolean mask
+  TensorView custom_mask_;     // what run reads: owned or the caller's packed buffer
+  Tensor alibi_slopes_;        // float32 [Hq] on the device
+  Tensor int_workspace_;
+  Tensor float_workspace_;
+};
+
+}  // namespace kvinfer::detail

@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: Apache-2.0
+// The public attention wrappers: each gathers its plan arguments into a
+// PlanRequest (checking the host index arrays) and forwards to AttentionPlan.
+#include <fmt/format.h>
+
+#include "core/attention_plan.hpp"
+#include "core/check.hpp"
+#include "core/page_table.hpp"
+#include "kvinfer/attention/decode.hpp"
+#include "kvinfer/attention/prefill.hpp"
+#include "kvinfer/layout/ragged.hpp"
+
+namespace kvinfer {
+namespace {
+
+using detail::AttentionPlan;
+using detail::KVStorage;
+using detail::PlanRequest;
+
+constexpr std::string_view kRaggedOp = "BatchPrefillWithRaggedKVCache";
+constexpr std::string_view kPagedOp = "BatchPrefillWithPagedKVCache";
+constexpr std::string_view kDecodeOp = "BatchDecodeWithPagedKVCache";
+
+// A host int32 indptr of batch_size + 1 entries -> per-request lengths.
+std::vector<std::int32_t> host_lengths(std::string_view op, std::string_view name, const TensorView& indptr,
+                                       std::int64_t batch_size) {
+  detail::check_index_array(op, name, indptr, batch_size < 0 ? -1 : batch_size + 1);
+  detail::require(indptr.device().is_cpu(), op, fmt::format("{}.device", name), to_string(indptr.device()),
+                  "plan() takes host copies of the lengths (SPEC §5)");
+  return lengths_from_indptr(op, name, indptr);
+}
+
+// Page table of a paged wrapper: lengths from the host arrays; indices stay where
+// run() reads them (the wrapper's device) and are checked for shape only.
+void fill_paged(PlanRequest& req, const PageTable& table, std::int64_t page_size, Device device) {
+  const std::string_view op = req.op;
+  detail::check_index_array(op, "kv_indptr", table.indptr);
+  detail::require(table.indptr.size(0) >= 1, op, "kv_indptr.shape[0]", "0", "an indptr has batch_size + 1 >= 1 entries");
+  const std::int64_t batch = table.indptr.size(0) - 1;
+  detail::check_index_array(op, "kv_last_page_len", table.last_page_len, batch);
+  for (auto [name, t] : {std::pair{"kv_indptr", &table.indptr}, std::pair{"kv_last_page_len", &table.last_page_len}}) {
+    detail::require(t->device().is_cpu(), op, fmt::format("{}.device", name), to_string(t->device()),
+                    "plan() takes host copies of the lengths (SPEC §5)");
+  }
+  detail::check_index_array(op, "kv_indices", table.indices);
+  detail::check_device(op, "kv_indices", table.indices, device);
+  detail::require_v(page_size >= 1, op, "page_size", page_size, "must be at least 1");
+  const auto* indptr = table.indptr.data_as<const std::int32_t>();
+  req.kv_lens = detail::kv_lens_from_last_page_len(op, indptr, table.last_page_len.data_as<const std::int32_t>(),
+                                                   batch, page_size);
+  detail::require_v(table.indices.size(0) >= indptr[batch], op, "kv_indices.shape[0]", table.indices.size(0),
+                    fmt::format("must be >= kv_indptr[batch_size] = {} (one page id per page slot)", indptr[batch]));
+  req.kv_begin.assign(indptr, indptr + batch);
+  req.nnz_kv = indptr[batch];
+  req.kv_indices = table.indices;
+  req.page_size = page_size;
+  req.storage = KVStorage::kPaged;
+}
+
+PlanRequest ragged_request(const RaggedPrefillPlanArgs& a) {
+  PlanRequest req;
+  req.op = kRaggedOp;
+  req.qo_lens = host_lengths(kRaggedOp, "qo_indptr", a.qo_indptr, -1);
+  const auto batch = std::int64_t(req.qo_lens.size());
+  req.kv_lens = host_lengths(kRaggedOp, "kv_indptr", a.kv_indptr, batch);
+  const auto* kv_indptr = a.kv_indptr.data_as<const std::int32_t>();
+  req.kv_begin.assign(kv_indptr, kv_indptr + batch);
+  req.nnz_kv = kv_indptr[batch];
+  req.num_qo_heads = a.num_qo_heads;
+  req.num_kv_heads = a.num_kv_heads;
+  req.head_dim_qk = a.head_dim_qk;
+  req.head_dim_vo = a.head_dim_vo == 0 ? a.head_dim_qk : a.head_dim_vo;
+  req.q_dtype = a.q_dtype;
+  req.kv_dtype = a.kv_dtype;
+  req.o_dtype = a.o_dtype;
+  req.options = a.options;
+  req.custom_mask = a.custom_mask;
+  req.split = a.split;
+  return req;
+}
+
+PlanRequest paged_request(const PagedPrefillPlanArgs& a, Device device) {
+  PlanRequest req;
+  req.op = kPagedOp;
+  req.qo_lens = host_lengths(kPagedOp, "qo_indptr", a.qo_indptr, -1);
+  fill_paged(req, a.page_table, a.page_size, device);
+  detail::require_v(a.page_table.batch_size() == std::int64_t(req.qo_lens.size()), kPagedOp,
+                    "kv_indptr.shape[0]", a.page_table.indptr.size(0),
+                    fmt::format("must equal qo_indptr.shape[0] ({})", req.qo_lens.size() + 1));
+  req.num_qo_heads = a.num_qo_heads;
+  req.num_kv_heads = a.num_kv_heads;
+  req.head_dim_qk = req.head_dim_vo = a.head_dim;
+  req.q_dtype = a.q_dtype;
+  req.kv_dtype = a.kv_dtype;
+  req.o_dtype = a.o_dtype;
+  req.options = a.options;
+  req.custom_mask = a.custom_mask;
+  req.split = a.split;
+  return req;
+}
+
+PlanRequest decode_request(const DecodePlanArgs& a, Device device) {
+  PlanRequest req;
+  req.op = kDecodeOp;
+  fill_paged(req, a.page_table, a.page_size, device);
+  req.qo_lens.assign(req.kv_lens.size(), 1);
+  req.max_qo_len = 1;
+  detail::require(a.options.mask_mode == MaskMode::kNone, kDecodeOp, "options.mask_mode",
+                  a.options.mask_mode == MaskMode::kCausal ? "causal" : "custom",
+                  "decode attends the last token to every key: mask_mode must be none");
+  req.num_qo_heads = a.num_qo_heads;
+  req.num_kv_heads = a.num_kv_heads;
+  req.head_dim_qk = req.head_dim_vo = a.head_dim;
+  req.q_dtype = a.q_dtype;
+  req.kv_dtype = a.kv_dtype;
+  req.o_dtype = a.o_dtype;
+  req.options = a.options;
+  req.split = a.split;
+  return req;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- ragged prefill
+BatchPrefillWithRaggedKVCache::BatchPrefillWithRaggedKVCache(Device device, KVLayout kv_layout,
+                                                             std::optional<Capacity> capacity)
+    : impl_(std::make_unique<AttentionPlan>(device, kv_layout, capacity)) {}
+BatchPrefillWithRaggedKVCache::~BatchPrefillWithRaggedKVCache() = default;
+BatchPrefillWithRaggedKVCache::BatchPrefillWithRaggedKVCache(BatchPrefillWithRaggedKVCache&&) noexcept = default;
+BatchPrefillWithRaggedKVCache& BatchPrefillWithRaggedKVCache::operator=(BatchPrefillWithRaggedKVCache&&) noexcept =
+    default;
+
+WorkspaceSize BatchPrefillWithRaggedKVCache::workspace_size(const RaggedPrefillPlanArgs& args) const {
+  return impl_->workspace_size(ragged_request(args));
+}
+void BatchPrefillWithRaggedKVCache::plan(const RaggedPrefillPlanArgs& args) { impl_->plan(ragged_request(args)); }
+void BatchPrefillWithRaggedKVCache::run(const TensorView& q, const TensorView& k, const TensorView& v,
+                                        const TensorView& out, const RunOptions& options) const {
+  impl_->run(kRaggedOp, q, k, v, out, options);
+}
+
+// ---------------------------------------------------------------- paged prefill
+BatchPrefillWithPagedKVCache::BatchPrefillWithPagedKVCache(Device device, KVLayout kv_layout,
+                                                           std::optional<Capacity> capacity)
+    : impl_(std::make_unique<AttentionPlan>(device, kv_layout, capacity)) {}
+BatchPrefillWithPagedKVCache::~BatchPrefillWithPagedKVCache() = default;
+BatchPrefillWithPagedKVCache::BatchPrefillWithPagedKVCache(BatchPrefillWithPagedKVCache&&) noexcept = default;
+BatchPrefillWithPagedKVCache& BatchPrefillWithPagedKVCache::operator=(BatchPrefillWithPagedKVCache&&) noexcept =
+    default;
+
+WorkspaceSize BatchPrefillWithPagedKVCache::workspace_size(const PagedPrefillPlanArgs& args) const {
+  return impl_->workspace_size(paged_request(args, impl_->device()));
+}
+void BatchPrefillWithPagedKVCache::plan(const PagedPrefillPlanArgs& args) {
+  impl_->plan(paged_request(args, impl_->device()));
+}
+void BatchPrefillWithPagedKVCache::run(const TensorView& q, const PagedKVCache& cache, const TensorView& out,
+                                       const RunOptions& options) const {
+  detail::require(cache.layout == impl_->layout(), kPagedOp, "paged_kv_cache.layout", kv_layout_name(cache.layout),
+                  fmt::format("must be the wrapper's layout ({})", kv_layout_name(impl_->layout())));
+  impl_->run(kPagedOp, q, cache.k, cache.v, out, options);
+}
+
+// ---------------------------------------------------------------- decode
+BatchDecodeWithPagedKVCache::BatchDecodeWithPagedKVCache(Device device, KVLayout kv_layout,
+                                                         std::optional<Capacity> capacity)
+    : impl_(std::make_unique<AttentionPlan>(device, kv_layout, capacity)) {}
+BatchDecodeWithPagedKVCache::~BatchDecodeWithPagedKVCache() = default;
+BatchDecodeWithPagedKVCache::BatchDecodeWithPagedKVCache(BatchDecodeWithPagedKVCache&&) noexcept = default;
+BatchDecodeWithPagedKVCache& BatchDecodeWithPagedKVCache::operator=(BatchDecodeWithPagedKVCache&&) noexcept = default;
+
+WorkspaceSize BatchDecodeWithPagedKVCache::workspace_size(const DecodePlanArgs& args) const {
+  return impl_->workspace_size(decode_request(args, impl_->device()));
+}
+void BatchDecodeWithPagedKVCache::plan(const DecodePlanArgs& args) {
+  impl_->plan(decode_request(args, impl_->device()));
+}
+void BatchDecodeWithPagedKVCache::run(const TensorView& q, const PagedKVCache& cache, const TensorView& out,
+                                      const RunOptions& options) const {
+  detail::require(cache.layout == impl_->layout(), kDecodeOp, "paged_kv_cache.layout", kv_layout_name(cache.layout),
+                  fmt::format("must be the wrapper's layout ({})", kv_layout_name(impl_->layout())));
+  impl_->run(kDecodeOp, q, cache.k, cache.v, out, options);
+}
+
+// ---------------------------------------------------------------- single request
+void single_prefill(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
+                    const SinglePrefillArgs& args, const RunOptions& run) {
+  constexpr std::string_view op = "single_prefill";
+  detail::check_rank(op, "q", q, 3);
+  detail::check_rank(op, "k", k, 3);
+  detail::check_rank(op, "v", v, 3);
+  const bool nhd = args.kv_layout == KVLayout::kNHD;
+  const std::int64_t qo_len = q.size(0), kv_len = k.size(nhd ? 0 : 1);
+  detail::require_v(qo_len <= std::numeric_limits<std::int32_t>::max() && kv_len <= std::numeric_limits<std::int32_t>::max(),
+                    op, "k.shape", k.shape_string(), "lengths must fit in int32");
+  std::int32_t qo_indptr[2] = {0, std::int32_t(qo_len)}, kv_indptr[2] = {0, std::int32_t(kv_len)};
+  BatchPrefillWithRaggedKVCache w(q.device(), args.kv_layout);
+  w.plan({.qo_indptr = TensorView(qo_indptr, DType::kI32, {2}),
+          .kv_indptr = TensorView(kv_indptr, DType::kI32, {2}),
+          .num_qo_heads = q.size(1),
+          .num_kv_heads = k.size(nhd ? 1 : 0),
+          .head_dim_qk = q.size(2),
+          .head_dim_vo = v.size(2),
+          .options = args.options,
+          .custom_mask = args.custom_mask,
+          .q_dtype = q.dtype(),
+          .kv_dtype = k.dtype(),
+          .o_dtype = out.defined() ? out.dtype() : q.dtype()});
+  w.run(q, k, v, out, run);
+}
+
+void single_decode(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
+                   const SingleDecodeArgs& args, const RunOptions& run) {
+  constexpr std::string_view op = "single_decode";
+  detail::check_rank(op, "q", q, 2);
+  detail::check_rank(op, "out", out, 2);
+  detail::require(args.options.mask_mode == MaskMode::kNone, op, "options.mask_mode",
+                  args.options.mask_mode == MaskMode::kCausal ? "causal" : "custom",
+                  "decode attends the last token to every key: mask_mode must be none");
+  RunOptions r = run;
+  if (run.lse.defined()) {
+    detail::check_rank(op, "lse", run.lse, 1);
+    r.lse = run.lse.unsqueeze(0);
+  }
+  single_prefill(q.unsqueeze(0), k, v, out.unsqueeze(0), {.options = args.options, .kv_layout = args.kv_layout}, r);
+}
+
+}  // namespace kvinfer

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "plan/schedule.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/check.hpp"
+
+namespace kvinfer::detail {
+namespace {
+
+constexpr std::string_view kOp = "plan";
+constexpr std::size_t kAlign = 256;
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::size_t align_up(std::size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+// Work items when every request is cut into chunks of `chunk` keys.
+std::int64_t count_items(std::span<const std::int64_t> tiles, std::span<const std::int64_t> eff_lens,
+                         std::int64_t chunk) {
+  std::int64_t n = 0;
+  for (std::size_t b = 0; b < tiles.size(); ++b) {
+    n += tiles[b] * std::max<std::int64_t>(1, ceil_div(eff_lens[b], chunk));
+  }
+  return n;
+}
+
+}  // namespace
+
+KeyRange visible_key_range(std::int32_t qo_len, std::int32_t kv_len, int window_left) {
+  if (qo_len == 0) return {0, 0};
+  // Row 0 has the smallest window start; the last row's diagonal is kv_len - 1, so a
+  // causal mask never hides a key from every row.
+  const std::int32_t first = window_left >= 0 ? std::clamp(kv_len - qo_len - window_left, 0, kv_len) : 0;
+  return {first, kv_len};
+}
+
+Schedule make_schedule(const ScheduleInput& in, const DeviceProfile& profile) {
+  const auto batch = std::int64_t(in.qo_lens.size());
+  const std::int64_t group = in.num_qo_heads / in.num_kv_heads;
+  const std::int64_t tile = in.q_tile_rows;
+  const std::int64_t page = std::max<std::int64_t>(1, in.page_size);
+
+  Schedule s;
+  s.q_tile_rows = in.q_tile_rows;
+
+  std::vector<std::int64_t> tiles(batch), eff_lens(batch);
+  std::vector<KeyRange> ranges(batch);
+  std::int64_t nnz_q = 0, max_eff = 0, total_tiles = 0;
+  for (std::int64_t b = 0; b < batch; ++b) {
+    ranges[b] = visible_key_range(in.qo_lens[b], in.kv_lens[b], in.window_left);
+    eff_lens[b] = ranges[b].last - ranges[b].first;
+    tiles[b] = ceil_div(std::int64_t(in.qo_lens[b]) * group, tile);
+    nnz_q += in.qo_lens[b];
+    max_eff = std::max(max_eff, eff_lens[b]);
+    total_tiles += tiles[b];
+  }
+
+  // Capacity of the item array: the budget of concurrent items, or more when the
+  // query tiles alone exceed it (then nothing is split).
+  const std::int64_t budget = profile.concurrent_items();
+  std::int64_t max_items = 0;
+  if (in.capacity) {
+    require_v(batch <= in.capacity->max_batch, kOp, "batch_size", batch,
+              fmt::format("must not exceed the capacity's max_batch ({})", in.capacity->max_batch));
+    require_v(nnz_q <= in.capacity->max_qo_tokens, kOp, "qo_indptr[batch_size]", nnz_q,
+              fmt::format("must not exceed the capacity's max_qo_tokens ({})", in.capacity->max_qo_tokens));
+    // Tiles over all requests, and the tiles of one request.
+    const std::int64_t tiles_bound =
+        ceil_div(in.capacity->max_qo_tokens * group, tile) + std::max<std::int64_t>(0, in.capacity->max_batch - 1);
+    const std::int64_t max_qo_len = in.capacity->max_qo_len < 0 ? in.capacity->max_qo_tokens : in.capacity->max_qo_len;
+    std::int64_t per_head = std::max(ceil_div(budget, in.num_kv_heads), tiles_bound);
+    if (in.fixed_split_size > 0 && !in.disable_split_kv) {
+      // sum_b tiles_b * chunks_b with chunks_b <= kv_b / c + 1.
+      const std::int64_t c = ceil_div(in.fixed_split_size, page) * page;
+      per_head = std::max(per_head, tiles_bound + ceil_div(max_qo_len * group, tile) *
+                                                      ceil_div(in.capacity->max_kv_tokens, c));
+    }
+    max_items = in.num_kv_heads * per_head;
+  }
+
+  // KV chunk size (tokens, whole pages). Without a fixed size: the smallest chunk
+  // (>= min_chunk_tokens) whose items still fit the budget, so that few long
+  // requests spread over all processors but no more merges are made than needed.
+  constexpr std::int64_t kNoSplit = std::numeric_limits<std::int32_t>::max();
+  std::int64_t chunk = kNoSplit;
+  if (in.disable_split_kv) {
+    chunk = kNoSplit;
+  } else if (in.fixed_split_size > 0) {
+    chunk = ceil_div(in.fixed_split_size, page) * page;
+  } else if (in.num_kv_heads * total_tiles < budget && max_eff > 0) {
+    std::int64_t lo = std::max<std::int64_t>(page, ceil_div(in.min_chunk_tokens, page) * page);
+    std::int64_t hi = std::max(lo, ceil_div(max_eff, page) * page);
+    while (lo < hi) {
+      const std::int64_t mid = (lo + hi) / 2 / page * page;
+      const std::int64_t c = std::max(mid, lo);
+      if (in.num_kv_heads * count_items(tiles, eff_lens, c) <= budget) {
+        hi = c;
+      } else {
+        lo = c + page;
+      }
+    }
+    chunk = lo;
+  }
+  if (chunk >= max_eff) chunk = kNoSplit;
+
+  // Requests, partial-state rows and merge tokens.
+  s.requests.resize(batch);
+  std::int64_t qo_begin = 0, partial_rows = 0;
+  bool any_split = false;
+  for (std::int64_t b = 0; b < batch; ++b) {
+    RequestInfo& r = s.requests[b];
+    r.qo_begin = std::int32_t(qo_begin);
+    r.qo_len = in.qo_lens[b];
+    r.kv_begin = 0;  // filled by the caller, which knows ragged vs paged offsets
+    r.kv_len = in.kv_lens[b];
+    r.num_chunks = std::int32_t(std::max<std::int64_t>(1, ceil_div(eff_lens[b], chunk)));
+    r.partial_begin = -1;
+    r.mask_offset = in.mask_offsets.empty() ? -1 : in.mask_offsets[b];
+    if (r.num_chunks > 1 && r.qo_len > 0) {
+      any_split = true;
+      r.partial_begin = std::int32_t(partial_rows);
+      partial_rows += std::int64_t(r.num_chunks) * r.qo_len;
+      for (std::int32_t t = 0; t < r.qo_len; ++t) s.merge_tokens.push_back({r.qo_begin + t, std::int32_t(b)});
+    }
+    qo_begin += r.qo_len;
+  }
+  s.kv_chunk_tokens = any_split ? chunk : 0;
+  s.partial_rows = partial_rows;
+
+  // Work items, request-major so that one request's items are adjacent.
+  std::int64_t num_items = 0;
+  for (std::int64_t b = 0; b < batch; ++b) num_items += tiles[b] * s.requests[b].num_chunks;
+  s.items.reserve(std::size_t(num_items * in.num_kv_heads));
+  for (std::int64_t b = 0; b < batch; ++b) {
+    const RequestInfo& r = s.requests[b];
+    const std::int64_t rows = std::int64_t(r.qo_len) * group;
+    for (std::int64_t h = 0; h < in.num_kv_heads; ++h) {
+      for (std::int64_t row = 0; row < rows; row += tile) {
+        for (std::int32_t c = 0; c < r.num_chunks; ++c) {
+          const std::int64_t kv_begin = ranges[b].first + std::int64_t(c) * (r.num_chunks > 1 ? chunk : 0);
+          const std::int64_t kv_end = r.num_chunks > 1 ? std::min<std::int64_t>(kv_begin + chunk, ranges[b].last)
+                                                       : ranges[b].last;
+          s.items.push_back(WorkItem{std::int32_t(b), std::int32_t(h), std::int32_t(row),
+                                     std::int32_t(std::min(row + tile, rows)), std::int32_t(kv_begin),
+                                     std::int32_t(kv_end), c, 0});
+        }
+      }
+    }
+  }
+
+  if (in.capacity) {
+    require_v(std::int64_t(s.items.size()) <= max_items, kOp, "split.fixed_split_size", in.fixed_split_size,
+              fmt::format("makes {} work items, more than the capacity's {}; use a larger split size",
+                          s.items.size(), max_items));
+    s.max_batch = in.capacity->max_batch;
+    s.max_items = max_items;
+    s.max_merge_tokens = in.capacity->max_qo_tokens;
+    s.max_partial_rows = ceil_div(max_items, in.num_kv_heads) * ceil_div(tile, group);
+  } else {
+    s.max_batch = batch;
+    s.max_items = std::int64_t(s.items.size());
+    s.max_merge_tokens = std::int64_t(s.merge_tokens.size());
+    s.max_partial_rows = partial_rows;
+  }
+
+  WorkspaceLayout& l = s.layout;
+  std::size_t off = 0;
+  l.requests = off;
+  off = align_up(off + std::size_t(s.max_batch) * sizeof(RequestInfo));
+  l.items = off;
+  off = align_up(off + std::size_t(s.max_items) * sizeof(WorkItem));
+  l.merge_tokens = off;
+  off = align_up(off + std::size_t(s.max_merge_tokens) * sizeof(MergeToken));
+  l.counts = off;
+  off = align_up(off + 4 * sizeof(std::int32_t));
+  l.int_bytes = off;
+  l.partial_o = 0;
+  const std::size_t partial_states = std::size_t(s.max_partial_rows) * std::size_t(in.num_qo_heads);
+  l.partial_lse = align_up(partial_states * std::size_t(in.head_dim_vo) * sizeof(float));
+  l.float_bytes = align_up(l.partial_lse + partial_states * sizeof(float));
+  return s;
+}
+
+}  // namespace kvinfer::detail

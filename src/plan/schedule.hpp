@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+// The host scheduler shared by both backends: from request lengths, shapes and a
+// device profile to work items (request, KV head, query rows, KV chunk), split-KV
+// merge information and the workspace layout. A pure function of its inputs.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "plan/device_profile.hpp"
+
+namespace kvinfer::detail {
+
+// One unit of work: query rows [row_begin, row_end) of one request packed per KV
+// head (packed row r is token r / group_size, qo head kv_head * group_size + r %
+// group_size) against the request's keys [kv_begin, kv_end).
+struct WorkItem {
+  std::int32_t request;
+  std::int32_t kv_head;
+  std::int32_t row_begin, row_end;  // packed rows
+  std::int32_t kv_begin, kv_end;    // key positions within the request
+  std::int32_t chunk;               // index of the KV chunk within the request
+  std::int32_t pad_;
+};
+static_assert(sizeof(WorkItem) == 32);
+
+// Per request: where it lives and how its partial states are merged.
+struct RequestInfo {
+  std::int32_t qo_begin;        // first row in ragged q/o
+  std::int32_t qo_len;
+  std::int32_t kv_begin;        // ragged: first key row; paged: first entry in kv_indptr/kv_indices
+  std::int32_t kv_len;          // keys
+  std::int32_t num_chunks;      // 1: items write o directly; > 1: partial states then a merge
+  std::int32_t partial_begin;   // first partial row (chunk c, token t -> partial_begin + c * qo_len + t)
+  std::int64_t mask_offset;     // byte offset of the packed custom mask, -1 without one
+};
+static_assert(sizeof(RequestInfo) == 32);
+
+struct ScheduleInput {
+  std::span<const std::int32_t> qo_lens;
+  std::span<const std::int32_t> kv_lens;
+  std::int64_t num_qo_heads = 1;
+  std::int64_t num_kv_heads = 1;
+  std::int64_t head_dim_vo = 128;
+  std::int64_t page_size = 1;        // chunks are whole pages
+  int window_left = -1;
+  std::int32_t q_tile_rows = 64;     // packed rows per work item (chosen by the backend's kernel)
+  std::int64_t fixed_split_size = -1;
+  bool disable_split_kv = false;
+  std::int64_t min_chunk_tokens = 128;  // splitting finer costs more in merges than it gains
+  std::span<const std::int64_t> mask_offsets;  // byte offset of each request's packed mask, or empty
+  // Fixed-capacity mode: sizes are the worst case of the capacity, not of this batch.
+  struct Capacity {
+    std::int64_t max_batch;
+    std::int64_t max_qo_tokens;
+    std::int64_t max_kv_tokens = 0;  // bounds the chunks of a fixed split size
+    std::int64_t max_qo_len = -1;    // query rows of one request (decode: 1); -1: max_qo_tokens
+  };
+  std::optional<Capacity> capacity;
+};
+
+// A query row of a split request whose partial states are merged.
+struct MergeToken {
+  std::int32_t row;      // row in ragged q/o
+  std::int32_t request;
+};
+
+// Byte offsets of the schedule's arrays in the int workspace and of the partial
+// states in the float workspace (both 256-byte aligned).
+struct WorkspaceLayout {
+  std::size_t requests = 0;       // RequestInfo[max_batch]
+  std::size_t items = 0;          // WorkItem[max_items]
+  std::size_t merge_tokens = 0;   // MergeToken[max_merge_tokens]
+  std::size_t counts = 0;         // int32[4]: num_items, num_merge_tokens, batch_size, nnz_q
+  std::size_t int_bytes = 0;
+  std::size_t partial_o = 0;      // float[max_partial_rows, Hq, Dvo]
+  std::size_t partial_lse = 0;    // float[max_partial_rows, Hq]
+  std::size_t float_bytes = 0;
+};
+
+struct Schedule {
+  std::int32_t q_tile_rows = 0;
+  std::int64_t kv_chunk_tokens = 0;  // 0: no request is split
+  std::vector<RequestInfo> requests;
+  std::vector<WorkItem> items;
+  std::vector<MergeToken> merge_tokens;  // rows whose request has num_chunks > 1
+  std::int64_t partial_rows = 0;
+  // Capacity of the arrays (>= the sizes above; equal to them without a fixed capacity).
+  std::int64_t max_batch = 0;
+  std::int64_t max_items = 0;
+  std::int64_t max_merge_tokens = 0;
+  std::int64_t max_partial_rows = 0;
+  WorkspaceLayout layout;
+};
+
+// Makes the schedule. Throws kvinfer::Error when a fixed capacity is exceeded.
+Schedule make_schedule(const ScheduleInput& in, const DeviceProfile& profile);
+
+// The keys a request's queries can see at all: [first, last) over all its rows.
+struct KeyRange {
+  std::int32_t first, last;
+};
+KeyRange visible_key_range(std::int32_t qo_len, std::int32_t kv_len, int window_left);
+
+}  // namespace kvinfer::detail

@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: Apache-2.0
+// Every input the attention wrappers reject: a kvinfer::Error naming the argument.
+#include <gtest/gtest.h>
+
+#include "kvinfer/kvinfer.hpp"
+#include "testing/expect_error.hpp"
+#include "testing/random.hpp"
+
+namespace kvinfer::testing {
+namespace {
+
+struct Fixture {
+  // Two requests: qo 3 / kv 20, qo 2 / kv 7; Hq 4, Hk 2, D 64; page 16.
+  std::vector<std::int32_t> qo{0, 3, 5}, kv{0, 20, 27};
+  Tensor qo_indptr = int32_tensor(qo), kv_indptr = int32_tensor(kv);
+  Tensor q = Tensor::zeros({5, 4, 64}, DType::kBF16), out = Tensor::zeros({5, 4, 64}, DType::kBF16);
+  Tensor k = Tensor::zeros({27, 2, 64}, DType::kBF16), v = Tensor::zeros({27, 2, 64}, DType::kBF16);
+  Tensor cache = Tensor::zeros({4, 2, 16, 2, 64}, DType::kBF16);
+  std::vector<std::int32_t> page_indptr{0, 2, 3}, pages{3, 0, 1}, last{4, 7};
+  Tensor p_indptr = int32_tensor(page_indptr), p_indices = int32_tensor(pages), p_last = int32_tensor(last);
+  PageTable table() const { return {p_indptr, p_indices, p_last}; }
+
+  RaggedPrefillPlanArgs ragged() const {
+    return {.qo_indptr = qo_indptr, .kv_indptr = kv_indptr, .num_qo_heads = 4, .num_kv_heads = 2, .head_dim_qk = 64};
+  }
+  PagedPrefillPlanArgs paged() const {
+    return {.qo_indptr = qo_indptr, .page_table = table(), .num_qo_heads = 4, .num_kv_heads = 2, .head_dim = 64,
+            .page_size = 16};
+  }
+  DecodePlanArgs decode() const {
+    return {.page_table = table(), .num_qo_heads = 4, .num_kv_heads = 2, .head_dim = 64, .page_size = 16};
+  }
+};
+
+TEST(AttentionErrors, PlanArguments) {
+  Fixture f;
+  BatchPrefillWithRaggedKVCache w;
+  Tensor i64 = Tensor::zeros({3}, DType::kI64);
+  auto with = [&](auto edit) {
+    RaggedPrefillPlanArgs a = f.ragged();
+    edit(a);
+    return [a, &w] { w.plan(a); };
+  };
+  expect_error(with([&](auto& a) { a.qo_indptr = i64; }), "qo_indptr.dtype", "int32");
+  Tensor bad_start = int32_tensor(std::vector<std::int32_t>{1, 3, 5});
+  expect_error(with([&](auto& a) { a.qo_indptr = bad_start; }), "qo_indptr[0]");
+  Tensor decreasing = int32_tensor(std::vector<std::int32_t>{0, 3, 2});
+  expect_error(with([&](auto& a) { a.qo_indptr = decreasing; }), "qo_indptr[2]");
+  Tensor short_kv = int32_tensor(std::vector<std::int32_t>{0, 20});
+  expect_error(with([&](auto& a) { a.kv_indptr = short_kv; }), "kv_indptr.shape[0]");
+  expect_error(with([&](auto& a) { a.num_qo_heads = 5; }), "num_qo_heads");
+  expect_error(with([&](auto& a) { a.num_kv_heads = 0; }), "num_kv_heads");
+  expect_error(with([&](auto& a) { a.head_dim_qk = 72; }), "head_dim_qk");
+  expect_error(with([&](auto& a) { a.head_dim_vo = 1024; }), "head_dim_vo");
+  expect_error(with([&](auto& a) { a.q_dtype = DType::kF32; }), "q_dtype");
+  expect_error(with([&](auto& a) { a.kv_dtype = DType::kI32; }), "kv_dtype");
+  expect_error(with([&](auto& a) { a.o_dtype = DType::kE4M3; }), "o_dtype");
+  expect_error(with([&](auto& a) { a.options.window_left = -2; }), "options.window_left");
+  expect_error(with([&](auto& a) { a.options.logits_soft_cap = -1.0f; }), "options.logits_soft_cap");
+  expect_error(with([&](auto& a) { a.options.sm_scale = 0.0f; }), "options.sm_scale");
+  expect_error(with([&](auto& a) {
+                 a.options.pos_encoding = PosEncoding::kRopeLlama;
+                 a.options.rope_theta = -1.0f;
+               }),
+               "options.rope_theta");
+  expect_error(with([&](auto& a) {
+                 a.options.pos_encoding = PosEncoding::kAlibi;
+                 a.options.alibi_slopes = {1.0f};
+               }),
+               "options.alibi_slopes.size()");
+  expect_error(with([&](auto& a) { a.split.fixed_split_size = 0; }), "split.fixed_split_size");
+  expect_error(with([&](auto& a) { a.options.mask_mode = MaskMode::kCustom; }), "custom_mask");
+  Tensor mask = Tensor::zeros({3 * 20 + 2 * 7}, DType::kBool);
+  expect_error(with([&](auto& a) {
+                 a.options.mask_mode = MaskMode::kCausal;
+                 a.custom_mask = mask;
+               }),
+               "custom_mask", "causal");
+  Tensor short_mask = Tensor::zeros({73}, DType::kBool);
+  expect_error(with([&](auto& a) {
+                 a.options.mask_mode = MaskMode::kCustom;
+                 a.custom_mask = short_mask;
+               }),
+               "custom_mask.shape[0]");
+  Tensor packed_wrong = Tensor::zeros({10}, DType::kU8);  // needs ceil(60/8) + ceil(14/8) = 8 + 2 bytes
+  EXPECT_NO_THROW(w.plan([&] {
+    RaggedPrefillPlanArgs a = f.ragged();
+    a.options.mask_mode = MaskMode::kCustom;
+    a.custom_mask = packed_wrong;
+    return a;
+  }()));
+  Tensor packed_short = Tensor::zeros({9}, DType::kU8);
+  expect_error(with([&](auto& a) {
+                 a.options.mask_mode = MaskMode::kCustom;
+                 a.custom_mask = packed_short;
+               }),
+               "custom_mask.shape[0]", "byte");
+  Tensor f32_mask = Tensor::zeros({74}, DType::kF32);
+  expect_error(with([&](auto& a) {
+                 a.options.mask_mode = MaskMode::kCustom;
+                 a.custom_mask = f32_mask;
+               }),
+               "custom_mask.dtype");
+  // Lengths must be host arrays for plan().
+  TensorView on_gpu(f.qo_indptr.data(), DType::kI32, {3}, Device::cuda(0));
+  expect_error(with([&](auto& a) { a.qo_indptr = on_gpu; }), "qo_indptr.device");
+}
+
+TEST(AttentionErrors, PagedPlanArguments) {
+  Fixture f;
+  BatchPrefillWithPagedKVCache w;
+  auto with = [&](auto edit) {
+    PagedPrefillPlanArgs a = f.paged();
+    edit(a);
+    return [a, &w] { w.plan(a); };
+  };
+  Tensor last_bad = int32_tensor(std::vector<std::int32_t>{17, 7});
+  expect_error(with([&](auto& a) { a.page_table.last_page_len = last_bad; }), "kv_last_page_len[0]");
+  Tensor last_zero = int32_tensor(std::vector<std::int32_t>{0, 7});
+  expect_error(with([&](auto& a) { a.page_table.last_page_len = last_zero; }), "kv_last_page_len[0]");
+  Tensor last_short = int32_tensor(std::vector<std::int32_t>{4});
+  expect_error(with([&](auto& a) { a.page_table.last_page_len = last_short; }), "kv_last_page_len.shape[0]");
+  Tensor i64 = Tensor::zeros({3}, DType::kI64);
+  expect_error(with([&](auto& a) { a.page_table.indices = i64; }), "kv_indices.dtype", "int32");
+  expect_error(with([&](auto& a) { a.page_size = 0; }), "page_size");
+  Tensor other_batch = int32_tensor(std::vector<std::int32_t>{0, 1});
+  Tensor one_last = int32_tensor(std::vector<std::int32_t>{3});
+  expect_error(with([&](auto& a) {
+                 a.page_table.indptr = other_batch;
+                 a.page_table.last_page_len = one_last;
+               }),
+               "kv_indptr.shape[0]");
+  // An empty request with a non-zero last_page_len.
+  Tensor empty_indptr = int32_tensor(std::vector<std::int32_t>{0, 0, 1});
+  Tensor empty_last = int32_tensor(std::vector<std::int32_t>{3, 7});
+  expect_error(with([&](auto& a) {
+                 a.page_table.indptr = empty_indptr;
+                 a.page_table.last_page_len = empty_last;
+               }),
+               "kv_last_page_len[0]");
+}
+
+TEST(AttentionErrors, DecodeRejectsMasks) {
+  Fixture f;
+  BatchDecodeWithPagedKVCache w;
+  DecodePlanArgs a = f.decode();
+  a.options.mask_mode = MaskMode::kCausal;
+  expect_error([&] { w.plan(a); }, "options.mask_mode");
+}
+
+TEST(AttentionErrors, RunArguments) {
+  Fixture f;
+  BatchPrefillWithRaggedKVCache w;
+  expect_error([&] { w.run(f.q, f.k, f.v, f.out); }, "plan");
+  w.plan(f.ragged());
+  EXPECT_NO_THROW(w.run(f.q, f.k, f.v, f.out));
+  Tensor q_f16 = Tensor::zeros({5, 4, 64}, DType::kF16);
+  expect_error([&] { w.run(q_f16, f.k, f.v, f.out); }, "q.dtype");
+  Tensor q_short = Tensor::zeros({4, 4, 64}, DType::kBF16);
+  expect_error([&] { w.run(q_short, f.k, f.v, f.out); }, "q.shape[0]");
+  Tensor q_rank = Tensor::zeros({5, 256}, DType::kBF16);
+  expect_error([&] { w.run(q_rank, f.k, f.v, f.out); }, "q.shape");
+  const std::int64_t shape[] = {5, 4, 64}, strides[] = {512, 128, 2};
+  Tensor big = Tensor::zeros({5 * 512}, DType::kBF16);
+  expect_error([&] { w.run(TensorView(big.data(), DType::kBF16, shape, strides), f.k, f.v, f.out); }, "q.stride(-1)");
+  Tensor k_short = Tensor::zeros({26, 2, 64}, DType::kBF16);
+  expect_error([&] { w.run(f.q, k_short, f.v, f.out); }, "k.shape[0]");
+  Tensor v_heads = Tensor::zeros({27, 4, 64}, DType::kBF16);
+  expect_error([&] { w.run(f.q, f.k, v_heads, f.out); }, "v.shape[1]");
+  Tensor out_dim = Tensor::zeros({5, 4, 128}, DType::kBF16);
+  expect_error([&] { w.run(f.q, f.k, f.v, out_dim); }, "out.shape[2]");
+  Tensor lse_bad = Tensor::zeros({5, 3}, DType::kF32);
+  expect_error([&] { w.run(f.q, f.k, f.v, f.out, {.lse = lse_bad}); }, "lse.shape[1]");
+  Tensor lse_dtype = Tensor::zeros({5, 4}, DType::kF16);
+  expect_error([&] { w.run(f.q, f.k, f.v, f.out, {.lse = lse_dtype}); }, "lse.dtype");
+  expect_error([&] { w.run(f.q, f.k, f.v, f.out, {.k_scale = 0.0f}); }, "k_scale");
+  TensorView q_gpu(f.q.data(), DType::kBF16, {5, 4, 64}, Device::cuda(0));
+  expect_error([&] { w.run(q_gpu, f.k, f.v, f.out); }, "q.device");
+}
+
+TEST(AttentionErrors, PagedRunArguments) {
+  Fixture f;
+  BatchPrefillWithPagedKVCache w;
+  w.plan(f.paged());
+  const PagedKVCache cache = PagedKVCache::combined(f.cache);
+  EXPECT_NO_THROW(w.run(f.q, cache, f.out));
+  const PagedKVCache hnd = PagedKVCache::combined(f.cache, KVLayout::kHND);
+  expect_error([&] { w.run(f.q, hnd, f.out); }, "paged_kv_cache.layout");
+  Tensor small_pages = Tensor::zeros({4, 2, 8, 2, 64}, DType::kBF16);
+  expect_error([&] { w.run(f.q, PagedKVCache::combined(small_pages), f.out); }, "paged_kv_cache.k.shape[1]");
+  Tensor fp8 = Tensor::zeros({4, 2, 16, 2, 64}, DType::kE4M3);
+  expect_error([&] { w.run(f.q, PagedKVCache::combined(fp8), f.out); }, "paged_kv_cache.k.dtype");
+  // A page id beyond the cache: caught at run on the CPU.
+  f.p_indices.data_as<std::int32_t>()[1] = 4;
+  w.plan(f.paged());
+  expect_error([&] { w.run(f.q, cache, f.out); }, "kv_indices[1]");
+}
+
+TEST(AttentionErrors, CapacityExceeded) {
+  Fixture f;
+  BatchPrefillWithRaggedKVCache w(Device::cpu(), KVLayout::kNHD, Capacity{.max_batch = 1, .max_qo_tokens = 8, .max_kv = 64});
+  expect_error([&] { w.plan(f.ragged()); }, "batch_size");
+}
+
+}  // namespace
+}  // namespace kvinfer::testing

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+// Helpers of the GPU tests: skipping without a device, mirroring host tensors (and
+// strided views into them) on cuda:0, poisoning outputs, comparing results.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "kvinfer/kvinfer.hpp"
+
+// Every GPU test starts with this: without a device it is reported as skipped, and
+// scripts/gpu-check.sh counts how many actually ran.
+#define KVINFER_SKIP_WITHOUT_GPU()                                                 \
+  do {                                                                             \
+    if (::kvinfer::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";     \
+  } while (0)
+
+namespace kvinfer::testing {
+
+inline constexpr std::uint8_t kPoison = 0xFF;
+
+// A host storage tensor and a copy of it on cuda:0.
+struct Mirror {
+  Tensor host;
+  Tensor dev;
+
+  explicit Mirror(Tensor h) : host(std::move(h)), dev(host.to(Device::cuda(0))) {}
+
+  // The view of dev with the element offset, shape and strides that `v` has in host.
+  TensorView on_dev(const TensorView& v) const {
+    const std::ptrdiff_t offset = static_cast<const char*>(v.data()) - static_cast<const char*>(host.data());
+    return TensorView(static_cast<char*>(dev.data()) + offset, v.dtype(), v.shape(), v.strides(), Device::cuda(0));
+  }
+  // Both copies filled with kPoison bytes (NaN for every float type).
+  void poison() {
+    fill_bytes(host, kPoison);
+    fill_bytes(dev, kPoison);
+  }
+  Tensor download() const { return dev.to(Device::cpu()); }
+  // Byte-exact equality of the two storages (after the same op ran on each).
+  ::testing::AssertionResult same_bytes() const {
+    const Tensor d = download();
+    const auto* a = static_cast<const std::uint8_t*>(host.data());
+    const auto* b = static_cast<const std::uint8_t*>(d.data());
+    for (std::size_t i = 0; i < host.nbytes(); ++i) {
+      if (a[i] != b[i]) {
+        return ::testing::AssertionFailure() << "first difference at byte " << i << " of " << host.nbytes()
+                                             << ": cpu " << int(a[i]) << ", gpu " << int(b[i]);
+      }
+    }
+    return ::testing::AssertionSuccess();
+  }
+};
+
+inline float element_as_float(const void* p, DType t) {
+  switch (t) {
+    case DType::kF32: {
+      float f;
+      std::memcpy(&f, p, 4);
+      return f;
+    }
+    case DType::kF16: {
+      std::uint16_t b;
+      std::memcpy(&b, p, 2);
+      return f16_to_f32(b);
+    }
+    case DType::kBF16: {
+      std::uint16_t b;
+      std::memcpy(&b, p, 2);
+      return bf16_to_f32(b);
+    }
+    default: return NAN;
+  }
+}
+
+// Element-wise closeness of two float storages of the same dtype: |gpu - cpu| <=
+// atol + rtol |cpu|; NaN must be NaN on both sides (poison left untouched), and
+// infinities must match exactly.
+inline ::testing::AssertionResult close_floats(const Tensor& cpu, const Tensor& gpu, double atol, double rtol) {
+  const std::size_t es = cpu.view().element_size();
+  const std::size_t n = cpu.nbytes() / es;
+  const auto* a = static_cast<const char*>(cpu.data());
+  const auto* b = static_cast<const char*>(gpu.data());
+  for (std::size_t i = 0; i < n; ++i) {
+    const float x = element_as_float(a + i * es, cpu.dtype()), y = element_as_float(b + i * es, cpu.dtype());
+    const bool ok = (std::isnan(x) || std::isnan(y)) ? (std::isnan(x) && std::isnan(y))
+                    : (std::isinf(x) || std::isinf(y)) ? x == y
+                                                       : std::fabs(double(x) - double(y)) <= atol + rtol * std::fabs(double(x));
+    if (!ok) {
+      return ::testing::AssertionFailure() << "element " << i << " of " << n << ": cpu " << x << ", gpu " << y;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Tolerances of one rounding to the output type after float32 arithmetic that may
+// differ in the last bits (FMA contraction, exp2 implementations).
+inline double rel_tol(DType t) {
+  switch (t) {
+    case DType::kBF16: return 1.0 / 128;
+    case DType::kF16: return 1.0 / 1024;
+    default: return 1e-5;
+  }
+}
+
+}  // namespace kvinfer::testing

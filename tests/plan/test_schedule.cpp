@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: Apache-2.0
+// Properties of the shared planner, checked on random inputs with the CPU's and
+// the H200's profiles.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <algorithm>
+#include <map>
+#include <random>
+
+#include "kvinfer/core/error.hpp"
+#include "plan/schedule.hpp"
+
+namespace kvinfer::detail {
+namespace {
+
+struct Inputs {
+  std::vector<std::int32_t> qo, kv;
+  ScheduleInput in;
+};
+
+Inputs random_inputs(std::mt19937_64& rng) {
+  Inputs x;
+  const int batch = int(rng() % 20);
+  for (int b = 0; b < batch; ++b) {
+    x.qo.push_back(rng() % 4 == 0 ? 0 : std::int32_t(rng() % 70));
+    x.kv.push_back(rng() % 5 == 0 ? 0 : std::int32_t(rng() % 3000));
+  }
+  x.in.num_kv_heads = 1 + std::int64_t(rng() % 4);
+  x.in.num_qo_heads = x.in.num_kv_heads * (1 + std::int64_t(rng() % 8));
+  x.in.head_dim_vo = 64;
+  x.in.page_size = std::array{1, 5, 16}[rng() % 3];
+  x.in.window_left = rng() % 3 == 0 ? int(rng() % 200) : -1;
+  x.in.q_tile_rows = std::array{16, 64, 128}[rng() % 3];
+  if (rng() % 3 == 0) x.in.fixed_split_size = 1 + std::int64_t(rng() % 500);
+  x.in.disable_split_kv = rng() % 7 == 0;
+  return x;
+}
+
+void bind(Inputs& x) {
+  x.in.qo_lens = x.qo;
+  x.in.kv_lens = x.kv;
+}
+
+// Every (packed row, KV head, visible key) is attended by exactly one item: the
+// items' key intervals of each row tile the visible range without overlap. Every
+// split row has a partial-state slot in range.
+void check_coverage(const Inputs& x, const Schedule& s) {
+  const std::int64_t group = x.in.num_qo_heads / x.in.num_kv_heads;
+  std::map<std::tuple<int, int, int>, std::vector<std::pair<int, int>>> seen;  // (request, head, row) -> intervals
+  for (const WorkItem& it : s.items) {
+    ASSERT_GE(it.request, 0);
+    ASSERT_LT(it.request, std::int32_t(x.qo.size()));
+    ASSERT_LE(0, it.kv_begin);
+    ASSERT_LE(it.kv_begin, it.kv_end);
+    ASSERT_LE(it.kv_end, x.kv[it.request]);
+    const RequestInfo& r = s.requests[it.request];
+    ASSERT_LT(it.chunk, r.num_chunks);
+    for (int row = it.row_begin; row < it.row_end; ++row) {
+      seen[{it.request, it.kv_head, row}].emplace_back(it.kv_begin, it.kv_end);
+      if (r.num_chunks > 1) {
+        const std::int64_t prow = r.partial_begin + std::int64_t(it.chunk) * r.qo_len + row / group;
+        ASSERT_LT(prow, s.partial_rows);
+        ASSERT_LE(s.partial_rows, s.max_partial_rows);
+      }
+    }
+  }
+  for (std::size_t b = 0; b < x.qo.size(); ++b) {
+    const KeyRange range = visible_key_range(x.qo[b], x.kv[b], x.in.window_left);
+    for (int h = 0; h < x.in.num_kv_heads; ++h) {
+      for (int row = 0; row < x.qo[b] * group; ++row) {
+        auto it = seen.find({int(b), h, row});
+        ASSERT_NE(it, seen.end()) << "row " << row << " of request " << b << " has no item";
+        auto intervals = it->second;
+        EXPECT_EQ(std::int64_t(intervals.size()), s.requests[b].num_chunks);
+        std::sort(intervals.begin(), intervals.end());
+        int next = range.first;
+        for (auto [lo, hi] : intervals) {
+          ASSERT_EQ(lo, next) << "request " << b << " row " << row << ": gap or overlap";
+          next = hi;
+        }
+        ASSERT_EQ(next, range.last) << "request " << b << " row " << row;
+      }
+    }
+    if (x.qo[b] == 0) continue;
+    // Merge tokens are exactly the rows of split requests.
+    const bool split = s.requests[b].num_chunks > 1;
+    int merges = 0;
+    for (const MergeToken& m : s.merge_tokens) merges += m.request == int(b);
+    EXPECT_EQ(merges, split ? x.qo[b] : 0);
+  }
+}
+
+void check_layout(const Schedule& s) {
+  const WorkspaceLayout& l = s.layout;
+  EXPECT_GE(l.items, l.requests + std::size_t(s.max_batch) * sizeof(RequestInfo));
+  EXPECT_GE(l.merge_tokens, l.items + std::size_t(s.max_items) * sizeof(WorkItem));
+  EXPECT_GE(l.counts, l.merge_tokens + std::size_t(s.max_merge_tokens) * sizeof(MergeToken));
+  EXPECT_GE(l.int_bytes, l.counts + 16);
+  EXPECT_GE(std::int64_t(s.requests.size()), 0);
+  EXPECT_LE(std::int64_t(s.requests.size()), s.max_batch);
+  EXPECT_LE(std::int64_t(s.items.size()), s.max_items);
+  EXPECT_LE(std::int64_t(s.merge_tokens.size()), s.max_merge_tokens);
+  EXPECT_LE(s.partial_rows, s.max_partial_rows);
+  EXPECT_EQ(l.int_bytes % 256, 0u);
+  EXPECT_GE(l.partial_lse, l.partial_o);
+  EXPECT_GE(l.float_bytes, l.partial_lse);
+}
+
+TEST(Schedule, CoversEveryRowAndKeyExactlyOnce) {
+  std::mt19937_64 rng(1);
+  for (int trial = 0; trial < 300; ++trial) {
+    Inputs x = random_inputs(rng);
+    bind(x);
+    for (const DeviceProfile& profile : {DeviceProfile::cpu(2), DeviceProfile::h200()}) {
+      const Schedule s = make_schedule(x.in, profile);
+      check_coverage(x, s);
+      check_layout(s);
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
+TEST(Schedule, SplitsFewLongRequestsAcrossTheGpu) {
+  // One 32k decode request on an H200: without split-KV it would use 8 of 264 slots.
+  std::vector<std::int32_t> qo{1}, kv{32768};
+  ScheduleInput in{.qo_lens = qo, .kv_lens = kv, .num_qo_heads = 32, .num_kv_heads = 8, .page_size = 16,
+                   .q_tile_rows = 16};
+  const Schedule s = make_schedule(in, DeviceProfile::h200());
+  EXPECT_GT(s.requests[0].num_chunks, 16);
+  EXPECT_LE(std::int64_t(s.items.size()), DeviceProfile::h200().concurrent_items());
+  EXPECT_EQ(s.kv_chunk_tokens % 16, 0);
+  // Many requests already fill the GPU: no split.
+  std::vector<std::int32_t> qo2(256, 1), kv2(256, 1024);
+  in.qo_lens = qo2;
+  in.kv_lens = kv2;
+  EXPECT_EQ(make_schedule(in, DeviceProfile::h200()).kv_chunk_tokens, 0);
+  // disable_split_kv wins.
+  in.qo_lens = qo;
+  in.kv_lens = kv;
+  in.disable_split_kv = true;
+  EXPECT_EQ(make_schedule(in, DeviceProfile::h200()).requests[0].num_chunks, 1);
+}
+
+TEST(Schedule, FixedSplitDependsOnlyOnTheRequest) {
+  std::mt19937_64 rng(2);
+  std::vector<std::int32_t> qo{5, 1, 33}, kv{1000, 77, 4000};
+  ScheduleInput in{.qo_lens = qo, .kv_lens = kv, .num_qo_heads = 8, .num_kv_heads = 2, .page_size = 16,
+                   .q_tile_rows = 64, .fixed_split_size = 100};
+  const Schedule all = make_schedule(in, DeviceProfile::h200());
+  for (std::size_t b = 0; b < qo.size(); ++b) {
+    ScheduleInput one = in;
+    one.qo_lens = std::span(qo).subspan(b, 1);
+    one.kv_lens = std::span(kv).subspan(b, 1);
+    const Schedule alone = make_schedule(one, DeviceProfile::cpu(1));
+    std::vector<std::tuple<int, int, int, int, int>> a, c;
+    for (const WorkItem& it : all.items)
+      if (it.request == int(b)) a.emplace_back(it.kv_head, it.row_begin, it.row_end, it.kv_begin, it.kv_end);
+    for (const WorkItem& it : alone.items) c.emplace_back(it.kv_head, it.row_begin, it.row_end, it.kv_begin, it.kv_end);
+    EXPECT_EQ(a, c) << "request " << b;
+    EXPECT_EQ(all.requests[b].num_chunks, alone.requests[0].num_chunks);
+  }
+  EXPECT_EQ(all.kv_chunk_tokens, 112);  // rounded up to whole pages
+}
+
+TEST(Schedule, ReplanWithinCapacityKeepsLayoutAndGrid) {
+  std::mt19937_64 rng(3);
+  const ScheduleInput::Capacity cap{.max_batch = 64, .max_qo_tokens = 512};
+  std::optional<Schedule> first;
+  for (int trial = 0; trial < 100; ++trial) {
+    Inputs x;
+    const int batch = 1 + int(rng() % 64);
+    int tokens = 0;
+    for (int b = 0; b < batch; ++b) {
+      const int q = std::min<int>(int(rng() % 20), 512 - tokens);
+      tokens += q;
+      x.qo.push_back(q);
+      x.kv.push_back(std::int32_t(rng() % 20000));
+    }
+    x.in.num_qo_heads = 32;
+    x.in.num_kv_heads = 8;
+    x.in.page_size = 16;
+    x.in.q_tile_rows = 64;
+    x.in.capacity = cap;
+    bind(x);
+    const Schedule s = make_schedule(x.in, DeviceProfile::h200());
+    check_coverage(x, s);
+    if (!first) {
+      first = s;
+      continue;
+    }
+    EXPECT_EQ(s.max_items, first->max_items);
+    EXPECT_EQ(s.max_batch, first->max_batch);
+    EXPECT_EQ(s.max_merge_tokens, first->max_merge_tokens);
+    EXPECT_EQ(s.max_partial_rows, first->max_partial_rows);
+    EXPECT_EQ(s.layout.items, first->layout.items);
+    EXPECT_EQ(s.layout.merge_tokens, first->layout.merge_tokens);
+    EXPECT_EQ(s.layout.counts, first->layout.counts);
+    EXPECT_EQ(s.layout.int_bytes, first->layout.int_bytes);
+    EXPECT_EQ(s.layout.partial_lse, first->layout.partial_lse);
+    EXPECT_EQ(s.layout.float_bytes, first->layout.float_bytes);
+  }
+}
+
+TEST(Schedule, CapacityExceededIsAnError) {
+  std::vector<std::int32_t> qo{10, 10}, kv{5, 5};
+  ScheduleInput in{.qo_lens = qo, .kv_lens = kv, .num_qo_heads = 4, .num_kv_heads = 4, .q_tile_rows = 64,
+                   .capacity = ScheduleInput::Capacity{1, 100}};
+  EXPECT_THROW(make_schedule(in, DeviceProfile::h200()), Error);
+  in.capacity = ScheduleInput::Capacity{2, 19};
+  EXPECT_THROW(make_schedule(in, DeviceProfile::h200()), Error);
+}
+
+TEST(Schedule, PlanOfBatch256TakesUnder50Microseconds) {
+  std::vector<std::int32_t> qo(256, 1), kv(256);
+  std::mt19937_64 rng(4);
+  for (auto& k : kv) k = 1 + std::int32_t(rng() % 8192);
+  ScheduleInput in{.qo_lens = qo, .kv_lens = kv, .num_qo_heads = 32, .num_kv_heads = 8, .page_size = 16,
+                   .q_tile_rows = 16};
+  std::vector<double> us;
+  for (int i = 0; i < 101; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Schedule s = make_schedule(in, DeviceProfile::h200());
+    const auto t1 = std::chrono::steady_clock::now();
+    ASSERT_FALSE(s.items.empty());
+    us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+  }
+  // The 10th percentile: the cost of planning itself, not of a busy machine's
+  // other processes (tests run in parallel in CI).
+  std::nth_element(us.begin(), us.begin() + 10, us.end());
+  EXPECT_LT(us[10], 50.0) << "plan time in microseconds (10th percentile of 101)";
+}
+
+}  // namespace
+}  // namespace kvinfer::detail

@@ -1,0 +1,448 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "testing/attention_case.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "oracle/oracle.hpp"
+#include "testing/random.hpp"
+
+namespace kvinfer::testing {
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+double to_double(const void* p, DType t) {
+  switch (t) {
+    case DType::kF32: return *static_cast<const float*>(p);
+    case DType::kF16: return f16_to_f32(*static_cast<const std::uint16_t*>(p));
+    case DType::kBF16: return bf16_to_f32(*static_cast<const std::uint16_t*>(p));
+    case DType::kE4M3: return e4m3_to_f32(*static_cast<const std::uint8_t*>(p));
+    case DType::kE5M2: return e5m2_to_f32(*static_cast<const std::uint8_t*>(p));
+    default: return std::nan("");
+  }
+}
+
+void from_float(float x, DType t, void* p) {
+  switch (t) {
+    case DType::kF32: *static_cast<float*>(p) = x; return;
+    case DType::kF16: *static_cast<std::uint16_t*>(p) = f32_to_f16(x); return;
+    case DType::kBF16: *static_cast<std::uint16_t*>(p) = f32_to_bf16(x); return;
+    case DType::kE4M3: *static_cast<std::uint8_t*>(p) = f32_to_e4m3(x); return;
+    case DType::kE5M2: *static_cast<std::uint8_t*>(p) = f32_to_e5m2(x); return;
+    default: return;
+  }
+}
+
+float round_to(float x, DType t) {
+  std::uint8_t buf[4];
+  from_float(x, t, buf);
+  return float(to_double(buf, t));
+}
+
+char* at(const TensorView& t, std::initializer_list<std::int64_t> idx) {
+  return static_cast<char*>(t.element_ptr(std::span(idx.begin(), idx.size())));
+}
+
+// A host tensor (contiguous or padded) and, for a GPU run, its device twin with
+// the same strides.
+struct Buffer {
+  Tensor host_storage;
+  TensorView host;
+  Tensor device_storage;
+  TensorView device;
+
+  void make(std::span<const std::int64_t> shape, DType dtype, bool strided) {
+    if (strided) {
+      std::vector<std::int64_t> pad(shape.size(), 1);
+      pad.back() = 8;  // row stride grows; the last dim stays contiguous
+      Padded p = padded(shape, dtype, pad);
+      host_storage = std::move(p.storage);
+      host = p.view;
+    } else {
+      host_storage = Tensor::empty(shape, dtype);
+      host = host_storage.view();
+    }
+    fill_bytes(host_storage, 0xFF);  // NaN in every float format: reads of unset slots show up
+  }
+  void make(Shape shape, DType dtype, bool strided) { make(std::span(shape.begin(), shape.size()), dtype, strided); }
+
+  void to_device(Device d) {
+    if (d.is_cpu()) {
+      device = host;
+      return;
+    }
+    device_storage = host_storage.to(d);
+    const auto offset = static_cast<const char*>(host.data()) - static_cast<const char*>(host_storage.data());
+    device = TensorView(static_cast<char*>(device_storage.data()) + offset, host.dtype(), host.shape(), host.strides(), d);
+  }
+  void to_host() {
+    if (device_storage.defined()) copy(host_storage, device_storage);
+  }
+};
+
+void fill_normal(const TensorView& t, std::mt19937_64& rng) {
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<std::int64_t> idx(std::size_t(t.rank()), 0);
+  const std::int64_t n = t.numel();
+  for (std::int64_t e = 0; e < n; ++e) {
+    std::int64_t rem = e;
+    for (int d = t.rank() - 1; d >= 0; --d) {
+      idx[std::size_t(d)] = rem % t.size(d);
+      rem /= t.size(d);
+    }
+    from_float(nd(rng), t.dtype(), t.element_ptr(idx));
+  }
+}
+
+// fp32 naive attention of one request, on inputs already in their stored
+// precision: the "naive" of the tolerance model.
+oracle::AttentionResult naive_f32(const oracle::AttentionSpec& spec, std::span<const double> q,
+                                  std::span<const double> k, std::span<const double> v, DType o_dtype) {
+  const std::int64_t qo = spec.qo_len, kv = spec.kv_len, hq = spec.num_qo_heads, hk = spec.num_kv_heads;
+  const std::int64_t dqk = spec.head_dim_qk, dvo = spec.head_dim_vo, group = hq / hk;
+  const std::vector<std::uint8_t> vis = oracle::visibility(spec);
+  const float scale = float(spec.effective_sm_scale());
+  std::vector<double> slopes = spec.alibi_slopes;
+  if (spec.pos_encoding == PosEncoding::kAlibi && slopes.empty()) {
+    for (float s : alibi_slopes(int(hq))) slopes.push_back(s);
+  }
+  auto rope = [&](std::vector<float>& x, std::int64_t pos) {
+    const std::int64_t half = dqk / 2;
+    for (std::int64_t d = 0; d < half; ++d) {
+      const float freq = float(1.0 / spec.rope_scale) * std::pow(float(1.0 / spec.rope_theta), float(2 * d) / float(dqk));
+      const float a = float(pos) * freq, c = std::cos(a), s = std::sin(a);
+      const float x0 = x[d], x1 = x[d + half];
+      x[d] = x0 * c - x1 * s;
+      x[d + half] = x1 * c + x0 * s;
+    }
+  };
+  oracle::AttentionResult r;
+  r.o.assign(std::size_t(qo * hq * dvo), 0.0);
+  r.lse.assign(std::size_t(qo * hq), kNegInf);
+  std::vector<float> kk(static_cast<std::size_t>(kv * dqk)), qq(static_cast<std::size_t>(dqk));
+  std::vector<float> s(static_cast<std::size_t>(kv)), acc(static_cast<std::size_t>(dvo));
+  for (std::int64_t h = 0; h < hq; ++h) {
+    const std::int64_t g = h / group;
+    for (std::int64_t j = 0; j < kv; ++j) {
+      std::vector<float> row(static_cast<std::size_t>(dqk));
+      for (std::int64_t d = 0; d < dqk; ++d) row[d] = float(k[(j * hk + g) * dqk + d]);
+      if (spec.pos_encoding == PosEncoding::kRopeLlama) rope(row, j);
+      std::copy(row.begin(), row.end(), kk.begin() + j * dqk);
+    }
+    for (std::int64_t i = 0; i < qo; ++i) {
+      const std::int64_t i_pos = i + kv - qo;
+      for (std::int64_t d = 0; d < dqk; ++d) qq[d] = float(q[(i * hq + h) * dqk + d]);
+      if (spec.pos_encoding == PosEncoding::kRopeLlama) rope(qq, i_pos);
+      float m = -std::numeric_limits<float>::infinity();
+      for (std::int64_t j = 0; j < kv; ++j) {
+        if (!vis[std::size_t(i * kv + j)]) {
+          s[j] = -std::numeric_limits<float>::infinity();
+          continue;
+        }
+        float dot = 0;
+        for (std::int64_t d = 0; d < dqk; ++d) dot += qq[d] * kk[j * dqk + d];
+        float x = dot * scale;
+        if (spec.pos_encoding == PosEncoding::kAlibi) x += float(slopes[h]) * float(j - i_pos);
+        if (spec.logits_soft_cap > 0) x = float(spec.logits_soft_cap) * std::tanh(x / float(spec.logits_soft_cap));
+        s[j] = x;
+        m = std::max(m, x);
+      }
+      if (m == -std::numeric_limits<float>::infinity()) continue;
+      float sum = 0;
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      for (std::int64_t j = 0; j < kv; ++j) {
+        if (!vis[std::size_t(i * kv + j)]) continue;
+        const float w = std::exp(s[j] - m);
+        sum += w;
+        for (std::int64_t d = 0; d < dvo; ++d) acc[d] += w * float(v[(j * hk + g) * dvo + d]);
+      }
+      for (std::int64_t d = 0; d < dvo; ++d) r.o[(i * hq + h) * dvo + d] = round_to(acc[d] / sum, o_dtype);
+      r.lse[i * hq + h] = (double(m) + std::log(double(sum))) / std::log(2.0);
+    }
+  }
+  return r;
+}
+
+struct Built {
+  Buffer q, out, lse, k, v, kv_combined, mask;
+  HostPageTable table;
+  Tensor indices_device;
+  PagedKVCache cache_host, cache_device;
+  std::vector<std::vector<std::uint8_t>> masks;  // per request, bool
+  std::vector<std::int32_t> qo_indptr, kv_indptr;
+};
+
+Built build(const AttentionCase& c, Device device, std::mt19937_64& rng) {
+  Built b;
+  const auto batch = std::int64_t(c.qo_lens.size());
+  b.qo_indptr = {0};
+  b.kv_indptr = {0};
+  for (std::int64_t i = 0; i < batch; ++i) {
+    b.qo_indptr.push_back(b.qo_indptr.back() + c.qo_lens[i]);
+    b.kv_indptr.push_back(b.kv_indptr.back() + c.kv_lens[i]);
+  }
+  const std::int64_t nnz_q = b.qo_indptr.back(), nnz_kv = b.kv_indptr.back();
+  const bool nhd = c.layout == KVLayout::kNHD;
+  const std::int64_t hk = c.num_kv_heads;
+
+  b.q.make({nnz_q, c.num_qo_heads, c.head_dim_qk}, c.q_dtype, c.strided);
+  fill_normal(b.q.host, rng);
+  b.out.make({nnz_q, c.num_qo_heads, c.head_dim_vo}, c.o_dtype, c.strided);
+  if (c.with_lse) b.lse.make({nnz_q, c.num_qo_heads}, DType::kF32, false);
+
+  if (c.wrapper == Wrapper::kRaggedPrefill) {
+    if (nhd) {
+      b.k.make({nnz_kv, hk, c.head_dim_qk}, c.kv_dtype, c.strided);
+      b.v.make({nnz_kv, hk, c.head_dim_vo}, c.kv_dtype, c.strided);
+    } else {
+      b.k.make({hk, nnz_kv, c.head_dim_qk}, c.kv_dtype, c.strided);
+      b.v.make({hk, nnz_kv, c.head_dim_vo}, c.kv_dtype, c.strided);
+    }
+    fill_normal(b.k.host, rng);
+    fill_normal(b.v.host, rng);
+  } else {
+    b.table = random_page_table(c.kv_lens, c.page_size, 3, rng);
+    const std::int64_t P = b.table.num_pages, ps = c.page_size, d = c.head_dim_qk;
+    if (c.combined_cache) {
+      if (nhd) b.kv_combined.make({P, 2, ps, hk, d}, c.kv_dtype, c.strided);
+      else b.kv_combined.make({P, 2, hk, ps, d}, c.kv_dtype, c.strided);
+      b.cache_host = PagedKVCache::combined(b.kv_combined.host, c.layout);
+    } else {
+      if (nhd) {
+        b.k.make({P, ps, hk, d}, c.kv_dtype, c.strided);
+        b.v.make({P, ps, hk, d}, c.kv_dtype, c.strided);
+      } else {
+        b.k.make({P, hk, ps, d}, c.kv_dtype, c.strided);
+        b.v.make({P, hk, ps, d}, c.kv_dtype, c.strided);
+      }
+      b.cache_host = PagedKVCache::pair(b.k.host, b.v.host, c.layout);
+    }
+    // Only the slots of real tokens get values; the rest stay NaN.
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    const auto* indptr = b.table.indptr.data_as<const std::int32_t>();
+    const auto* ids = b.table.indices.data_as<const std::int32_t>();
+    for (std::int64_t r = 0; r < batch; ++r) {
+      for (std::int32_t j = 0; j < c.kv_lens[r]; ++j) {
+        const std::int64_t page = ids[indptr[r] + j / ps], slot = j % ps;
+        for (std::int64_t h = 0; h < hk; ++h) {
+          for (const TensorView* t : {&b.cache_host.k, &b.cache_host.v}) {
+            char* row = nhd ? at(*t, {page, slot, h, 0}) : at(*t, {page, h, slot, 0});
+            for (std::int64_t e = 0; e < d; ++e) from_float(nd(rng), c.kv_dtype, row + e * std::int64_t(t->element_size()));
+          }
+        }
+      }
+    }
+  }
+
+  if (c.options.mask_mode == MaskMode::kCustom) {
+    std::bernoulli_distribution keep(0.7);
+    std::vector<std::uint8_t> flat;
+    for (std::int64_t r = 0; r < batch; ++r) {
+      std::vector<std::uint8_t> m(static_cast<std::size_t>(c.qo_lens[r]) * static_cast<std::size_t>(c.kv_lens[r]));
+      for (auto& x : m) x = keep(rng) ? 1 : 0;
+      b.masks.push_back(m);
+      if (c.packed_mask) {
+        for (std::size_t byte = 0; byte < (m.size() + 7) / 8; ++byte) {
+          std::uint8_t v = 0;
+          for (std::size_t bit = 0; bit < 8 && byte * 8 + bit < m.size(); ++bit) v |= std::uint8_t(m[byte * 8 + bit] << bit);
+          flat.push_back(v);
+        }
+      } else {
+        flat.insert(flat.end(), m.begin(), m.end());
+      }
+    }
+    b.mask.make({std::int64_t(flat.size())}, c.packed_mask ? DType::kU8 : DType::kBool, false);
+    if (!flat.empty()) std::memcpy(b.mask.host.data(), flat.data(), flat.size());
+  }
+
+  for (Buffer* buf : {&b.q, &b.out, &b.lse, &b.k, &b.v, &b.kv_combined, &b.mask}) {
+    if (buf->host.defined()) buf->to_device(device);
+  }
+  if (c.wrapper != Wrapper::kRaggedPrefill) {
+    if (c.combined_cache) b.cache_device = PagedKVCache::combined(b.kv_combined.device, c.layout);
+    else b.cache_device = PagedKVCache::pair(b.k.device, b.v.device, c.layout);
+    if (!device.is_cpu()) b.indices_device = b.table.indices.to(device);
+  }
+  return b;
+}
+
+void run_wrapper(const AttentionCase& c, Device device, Built& b) {
+  const auto batch = std::int64_t(c.qo_lens.size());
+  const Tensor qo_indptr = int32_tensor(b.qo_indptr), kv_indptr = int32_tensor(b.kv_indptr);
+  RunOptions run{.lse = b.lse.device, .k_scale = c.k_scale, .v_scale = c.v_scale};
+  PageTable table;
+  if (c.wrapper != Wrapper::kRaggedPrefill) {
+    table = b.table.view();
+    if (!device.is_cpu()) table.indices = b.indices_device;
+  }
+  switch (c.wrapper) {
+    case Wrapper::kRaggedPrefill: {
+      BatchPrefillWithRaggedKVCache w(device, c.layout);
+      w.plan({.qo_indptr = qo_indptr, .kv_indptr = kv_indptr, .num_qo_heads = c.num_qo_heads,
+              .num_kv_heads = c.num_kv_heads, .head_dim_qk = c.head_dim_qk, .head_dim_vo = c.head_dim_vo,
+              .options = c.options, .custom_mask = b.mask.device, .q_dtype = c.q_dtype, .kv_dtype = c.kv_dtype,
+              .o_dtype = c.o_dtype, .split = c.split});
+      w.run(b.q.device, b.k.device, b.v.device, b.out.device, run);
+      break;
+    }
+    case Wrapper::kPagedPrefill: {
+      BatchPrefillWithPagedKVCache w(device, c.layout);
+      w.plan({.qo_indptr = qo_indptr, .page_table = table, .num_qo_heads = c.num_qo_heads,
+              .num_kv_heads = c.num_kv_heads, .head_dim = c.head_dim_qk, .page_size = c.page_size,
+              .options = c.options, .custom_mask = b.mask.device, .q_dtype = c.q_dtype, .kv_dtype = c.kv_dtype,
+              .o_dtype = c.o_dtype, .split = c.split});
+      w.run(b.q.device, b.cache_device, b.out.device, run);
+      break;
+    }
+    case Wrapper::kDecode: {
+      BatchDecodeWithPagedKVCache w(device, c.layout);
+      w.plan({.page_table = table, .num_qo_heads = c.num_qo_heads, .num_kv_heads = c.num_kv_heads,
+              .head_dim = c.head_dim_qk, .page_size = c.page_size, .options = c.options, .q_dtype = c.q_dtype,
+              .kv_dtype = c.kv_dtype, .o_dtype = c.o_dtype, .split = c.split});
+      w.run(b.q.device, b.cache_device, b.out.device, run);
+      break;
+    }
+  }
+  (void)batch;
+  b.out.to_host();
+  b.lse.to_host();
+}
+
+// Dense double copies of request r's q [qo, Hq, Dqk], k [kv, Hk, Dqk], v [kv, Hk, Dvo]
+// (k and v multiplied by their scales).
+struct Dense {
+  std::vector<double> q, k, v;
+};
+Dense gather(const AttentionCase& c, const Built& b, std::int64_t r) {
+  Dense d;
+  const bool nhd = c.layout == KVLayout::kNHD;
+  const std::int64_t hq = c.num_qo_heads, hk = c.num_kv_heads;
+  for (std::int64_t i = b.qo_indptr[r]; i < b.qo_indptr[r + 1]; ++i)
+    for (std::int64_t h = 0; h < hq; ++h)
+      for (std::int64_t e = 0; e < c.head_dim_qk; ++e) d.q.push_back(to_double(at(b.q.host, {i, h, e}), c.q_dtype));
+  for (std::int32_t j = 0; j < c.kv_lens[r]; ++j) {
+    for (std::int64_t h = 0; h < hk; ++h) {
+      const char *krow, *vrow;
+      if (c.wrapper == Wrapper::kRaggedPrefill) {
+        const std::int64_t t = b.kv_indptr[r] + j;
+        krow = nhd ? at(b.k.host, {t, h, 0}) : at(b.k.host, {h, t, 0});
+        vrow = nhd ? at(b.v.host, {t, h, 0}) : at(b.v.host, {h, t, 0});
+      } else {
+        const auto* indptr = b.table.indptr.data_as<const std::int32_t>();
+        const std::int64_t page = b.table.indices.data_as<const std::int32_t>()[indptr[r] + j / c.page_size];
+        const std::int64_t slot = j % c.page_size;
+        krow = nhd ? at(b.cache_host.k, {page, slot, h, 0}) : at(b.cache_host.k, {page, h, slot, 0});
+        vrow = nhd ? at(b.cache_host.v, {page, slot, h, 0}) : at(b.cache_host.v, {page, h, slot, 0});
+      }
+      const auto es = std::int64_t(dtype_size(c.kv_dtype));
+      for (std::int64_t e = 0; e < c.head_dim_qk; ++e) d.k.push_back(to_double(krow + e * es, c.kv_dtype) * c.k_scale);
+      for (std::int64_t e = 0; e < c.head_dim_vo; ++e) d.v.push_back(to_double(vrow + e * es, c.kv_dtype) * c.v_scale);
+    }
+  }
+  return d;
+}
+
+}  // namespace
+
+std::string AttentionCase::describe() const {
+  std::string lens;
+  for (std::size_t i = 0; i < qo_lens.size() && i < 4; ++i) lens += fmt::format("{}x{} ", qo_lens[i], kv_lens[i]);
+  if (qo_lens.size() > 4) lens += "...";
+  static constexpr const char* kWrapper[] = {"ragged", "paged", "decode"};
+  static constexpr const char* kMask[] = {"none", "causal", "custom"};
+  return fmt::format(
+      "{} [{}] B={} ({}) Hq={} Hk={} D={}/{} page={} {} {}{} mask={}{} win={} cap={} pos={} q={} kv={} o={} lse={} "
+      "split={}{}",
+      name, kWrapper[int(wrapper)], qo_lens.size(), lens, num_qo_heads, num_kv_heads, head_dim_qk, head_dim_vo,
+      page_size, kv_layout_name(layout), combined_cache ? "5-D" : "pair", strided ? " strided" : "",
+      kMask[int(options.mask_mode)], packed_mask ? "(packed)" : "", options.window_left, options.logits_soft_cap,
+      pos_encoding_name(options.pos_encoding), dtype_name(q_dtype), dtype_name(kv_dtype), dtype_name(o_dtype),
+      with_lse, split.fixed_split_size, split.disable_split_kv ? " nosplit" : "");
+}
+
+std::string CaseReport::summary() const {
+  return fmt::format("o: err {:.3g} (naive {:.3g}, tol {:.3g}); lse: err {:.3g} (naive {:.3g}, tol {:.3g}){}{}",
+                     max_err_o, max_naive_err_o, tol_o, max_err_lse, max_naive_err_lse, tol_lse,
+                     nan_found ? "; NaN in output" : "", inf_lse_mismatch ? "; -inf LSE / zero row mismatch" : "");
+}
+
+double attention_atol(DType q_dtype, DType kv_dtype, DType o_dtype) {
+  if (is_fp8(kv_dtype)) return 2e-2;
+  if (q_dtype == DType::kBF16 || kv_dtype == DType::kBF16 || o_dtype == DType::kBF16) return 4e-3;
+  return 1e-3;
+}
+
+CaseOutput run_attention_case_raw(const AttentionCase& c, Device device) {
+  std::mt19937_64 rng(c.seed);
+  Built b = build(c, device, rng);
+  run_wrapper(c, device, b);
+  CaseOutput out;
+  const std::int64_t nnz_q = b.qo_indptr.back();
+  for (std::int64_t i = 0; i < nnz_q; ++i)
+    for (std::int64_t h = 0; h < c.num_qo_heads; ++h) {
+      for (std::int64_t e = 0; e < c.head_dim_vo; ++e) out.o.push_back(float(to_double(at(b.out.host, {i, h, e}), c.o_dtype)));
+      if (c.with_lse) out.lse.push_back(*reinterpret_cast<const float*>(at(b.lse.host, {i, h})));
+    }
+  return out;
+}
+
+CaseReport run_attention_case(const AttentionCase& c, Device device) {
+  std::mt19937_64 rng(c.seed);
+  Built b = build(c, device, rng);
+  run_wrapper(c, device, b);
+
+  CaseReport rep;
+  const auto batch = std::int64_t(c.qo_lens.size());
+  const std::int64_t hq = c.num_qo_heads, dvo = c.head_dim_vo;
+  std::vector<double> kernel_o, oracle_o, naive_o, kernel_lse, oracle_lse, naive_lse;
+  for (std::int64_t r = 0; r < batch; ++r) {
+    const Dense d = gather(c, b, r);
+    oracle::AttentionSpec spec =
+        oracle::spec_from_options(c.options, c.qo_lens[r], c.kv_lens[r], hq, c.num_kv_heads, c.head_dim_qk, dvo);
+    if (c.options.mask_mode == MaskMode::kCustom) spec.custom_mask = b.masks[r];
+    const oracle::AttentionResult ref = oracle::attention(spec, d.q, d.k, d.v);
+    const oracle::AttentionResult naive = naive_f32(spec, d.q, d.k, d.v, c.o_dtype);
+    for (std::int64_t i = 0; i < c.qo_lens[r]; ++i) {
+      const std::int64_t row = b.qo_indptr[r] + i;
+      for (std::int64_t h = 0; h < hq; ++h) {
+        const double ref_lse = ref.lse[i * hq + h];
+        bool nonzero = false;
+        for (std::int64_t e = 0; e < dvo; ++e) {
+          const double got = to_double(at(b.out.host, {row, h, e}), c.o_dtype);
+          if (std::isnan(got)) rep.nan_found = true;
+          nonzero |= got != 0.0;
+          const std::size_t k = std::size_t((i * hq + h) * dvo + e);
+          rep.max_err_o = std::max(rep.max_err_o, std::abs(got - ref.o[k]));
+          rep.max_naive_err_o = std::max(rep.max_naive_err_o, std::abs(naive.o[k] - ref.o[k]));
+        }
+        // A row that sees no key must be exactly zero with LSE -inf.
+        if (ref_lse == kNegInf && nonzero) rep.inf_lse_mismatch = true;
+        if (c.with_lse) {
+          const double got = *reinterpret_cast<const float*>(at(b.lse.host, {row, h}));
+          if (std::isnan(got)) rep.nan_found = true;
+          if ((got == kNegInf) != (ref_lse == kNegInf)) {
+            rep.inf_lse_mismatch = true;
+          } else if (ref_lse != kNegInf) {
+            rep.max_err_lse = std::max(rep.max_err_lse, std::abs(got - ref_lse));
+            rep.max_naive_err_lse = std::max(rep.max_naive_err_lse, std::abs(naive.lse[i * hq + h] - ref_lse));
+          }
+        }
+      }
+    }
+  }
+  const double atol = attention_atol(c.q_dtype, c.kv_dtype, c.o_dtype);
+  rep.tol_o = 2 * rep.max_naive_err_o + atol;
+  rep.tol_lse = 2 * rep.max_naive_err_lse + atol;
+  return rep;
+}
+
+}  // namespace kvinfer::testing

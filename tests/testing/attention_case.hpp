@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+// One description of an attention test case drives correctness tests on every
+// backend (and the benchmarks): shapes, lengths, layout, options, dtypes. The
+// harness builds random inputs, runs the public wrapper on a device, and compares
+// with the float64 oracle under the tolerance model of DESIGN.md.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kvinfer/kvinfer.hpp"
+
+namespace kvinfer::testing {
+
+enum class Wrapper { kRaggedPrefill, kPagedPrefill, kDecode };
+
+struct AttentionCase {
+  std::string name;
+  Wrapper wrapper = Wrapper::kPagedPrefill;
+  std::vector<std::int32_t> qo_lens;  // decode: all 1
+  std::vector<std::int32_t> kv_lens;
+  std::int64_t num_qo_heads = 4;
+  std::int64_t num_kv_heads = 4;
+  std::int64_t head_dim_qk = 64;
+  std::int64_t head_dim_vo = 64;
+  std::int64_t page_size = 16;
+  KVLayout layout = KVLayout::kNHD;
+  bool combined_cache = true;  // 5-D tensor (paged) instead of a K/V pair
+  bool strided = false;        // q, k, v, out and the cache as padded (non-contiguous) views
+  AttentionOptions options;
+  bool packed_mask = false;    // custom mask handed to plan already bit-packed
+  DType q_dtype = DType::kF16;
+  DType kv_dtype = DType::kF16;
+  DType o_dtype = DType::kF16;
+  bool with_lse = true;
+  float k_scale = 1.0f;
+  float v_scale = 1.0f;
+  SplitOptions split;
+  std::uint64_t seed = 1;
+
+  std::string describe() const;
+};
+
+// Outcome of one case: errors of the backend and of the fp32 naive algorithm
+// against the oracle, and whether everything was within the tolerance.
+struct CaseReport {
+  double max_err_o = 0, max_naive_err_o = 0, tol_o = 0;
+  double max_err_lse = 0, max_naive_err_lse = 0, tol_lse = 0;
+  bool nan_found = false;
+  bool inf_lse_mismatch = false;
+  bool ok() const {
+    return !nan_found && !inf_lse_mismatch && max_err_o <= tol_o && max_err_lse <= tol_lse;
+  }
+  std::string summary() const;
+};
+
+// atol of the tolerance model: the precision of the stored inputs.
+double attention_atol(DType q_dtype, DType kv_dtype, DType o_dtype);
+
+// Runs `c` through the public API on `device` and compares with the oracle.
+CaseReport run_attention_case(const AttentionCase& c, Device device);
+
+// The raw output of one case on `device`, on the host (o as float32 [nnz_q, Hq, Dvo],
+// lse [nnz_q, Hq]); used for bitwise comparisons between runs.
+struct CaseOutput {
+  std::vector<float> o;
+  std::vector<float> lse;
+};
+CaseOutput run_attention_case_raw(const AttentionCase& c, Device device);
+
+// The pairwise-covering case list of the CPU attention issue plus named edge cases.
+std::vector<AttentionCase> attention_case_list();
+// A wider random grid (label `slow`).
+std::vector<AttentionCase> wide_attention_case_list(int count, std::uint64_t seed);
+
+}  // namespace kvinfer::testing

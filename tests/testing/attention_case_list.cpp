@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: Apache-2.0
+// The attention case list: a pairwise-covering grid over the parameters of the
+// CPU attention issue (every pair of parameter values appears in some case), kept
+// cheap enough for CI, plus named edge cases; and a wider random grid.
+#include <algorithm>
+#include <array>
+#include <random>
+#include <set>
+
+#include "testing/attention_case.hpp"
+
+namespace kvinfer::testing {
+namespace {
+
+// Parameter axes and their values.
+enum Axis {
+  kBatch, kKvLen, kQoLen, kPage, kKvHeads, kGroup, kHeadDim, kLayout, kStorage, kMask,
+  kWindow, kSoftCap, kPos, kKvDtype, kLse, kWrapperAxis, kStrided, kNumAxes
+};
+const std::array<std::vector<int>, kNumAxes> kValues = {{
+    {1, 3, 12, 17},               // batch (0 is a named edge case)
+    {0, 1, 54, 97, 512, 2048},    // kv_len
+    {1, 17, 37, 127},             // qo_len
+    {1, 5, 16},                   // page_size
+    {1, 4},                       // num_kv_heads
+    {1, 4, 5, 8},                 // group size
+    {64, 128, 256},               // head_dim
+    {0, 1},                       // NHD, HND
+    {0, 1},                       // 5-D, pair
+    {0, 1, 2, 3},                 // mask none, causal, custom, custom packed
+    {-1, 13},                     // window_left
+    {0, 30},                      // soft cap
+    {0, 1, 2},                    // none, rope, alibi
+    {0, 1, 2, 3},                 // kv f16, bf16, e4m3, e5m2
+    {0, 1},                       // lse
+    {0, 1, 2},                    // ragged, paged, decode
+    {0, 1},                       // strided
+}};
+
+using Choice = std::array<int, kNumAxes>;  // index into kValues per axis
+
+AttentionCase make_case(const Choice& ch, std::uint64_t seed) {
+  auto val = [&](Axis a) { return kValues[a][std::size_t(ch[a])]; };
+  AttentionCase c;
+  c.wrapper = Wrapper(val(kWrapperAxis));
+  const int batch = val(kBatch), kv = val(kKvLen), qo = c.wrapper == Wrapper::kDecode ? 1 : val(kQoLen);
+  // Lengths vary a little across the batch so that requests differ.
+  for (int b = 0; b < batch; ++b) {
+    c.qo_lens.push_back(qo == 1 ? 1 : qo - (b % 3));
+    c.kv_lens.push_back(std::max(0, kv - (b * 7) % std::max(1, kv / 3 + 1)));
+  }
+  c.page_size = val(kPage);
+  c.num_kv_heads = val(kKvHeads);
+  c.num_qo_heads = c.num_kv_heads * val(kGroup);
+  c.head_dim_qk = c.head_dim_vo = val(kHeadDim);
+  c.layout = val(kLayout) == 0 ? KVLayout::kNHD : KVLayout::kHND;
+  c.combined_cache = val(kStorage) == 0;
+  const int mask = c.wrapper == Wrapper::kDecode ? 0 : val(kMask);
+  c.options.mask_mode = mask == 0 ? MaskMode::kNone : mask == 1 ? MaskMode::kCausal : MaskMode::kCustom;
+  c.packed_mask = mask == 3;
+  c.options.window_left = val(kWindow);
+  c.options.logits_soft_cap = float(val(kSoftCap));
+  c.options.pos_encoding = PosEncoding(val(kPos));
+  static constexpr DType kKv[] = {DType::kF16, DType::kBF16, DType::kE4M3, DType::kE5M2};
+  c.kv_dtype = kKv[val(kKvDtype)];
+  c.q_dtype = c.o_dtype = c.kv_dtype == DType::kBF16 || (is_fp8(c.kv_dtype) && seed % 2) ? DType::kBF16 : DType::kF16;
+  if (is_fp8(c.kv_dtype)) {
+    c.k_scale = 0.5f;
+    c.v_scale = 2.0f;
+  }
+  c.with_lse = val(kLse) == 1;
+  c.strided = val(kStrided) == 1;
+  c.seed = seed;
+  return c;
+}
+
+// Multiply-adds of the oracle for a case: keeps CI cases cheap.
+double cost(const AttentionCase& c) {
+  double n = 0;
+  for (std::size_t b = 0; b < c.qo_lens.size(); ++b) n += double(c.qo_lens[b]) * c.kv_lens[b];
+  return n * double(c.num_qo_heads) * double(c.head_dim_qk + c.head_dim_vo);
+}
+
+}  // namespace
+
+std::vector<AttentionCase> attention_case_list() {
+  constexpr double kMaxCost = 3e7;
+  constexpr int kCandidates = 60;
+  std::mt19937_64 rng(20261130);
+  // Uncovered pairs (axis a value i, axis b value j), a < b.
+  std::set<std::array<int, 4>> uncovered;
+  for (int a = 0; a < kNumAxes; ++a)
+    for (int b = a + 1; b < kNumAxes; ++b)
+      for (int i = 0; i < int(kValues[a].size()); ++i)
+        for (int j = 0; j < int(kValues[b].size()); ++j) uncovered.insert({a, i, b, j});
+
+  std::vector<AttentionCase> cases;
+  int stale = 0;
+  while (!uncovered.empty() && stale < 200) {
+    // Start each candidate from an uncovered pair, fill the rest at random, keep
+    // the candidate covering the most new pairs within the cost limit.
+    Choice best{};
+    int best_gain = 0;
+    for (int t = 0; t < kCandidates; ++t) {
+      Choice ch;
+      for (int a = 0; a < kNumAxes; ++a) ch[a] = int(rng() % kValues[a].size());
+      auto it = uncovered.begin();
+      std::advance(it, rng() % uncovered.size());
+      ch[(*it)[0]] = (*it)[1];
+      ch[(*it)[2]] = (*it)[3];
+      const AttentionCase c = make_case(ch, 0);
+      if (cost(c) > kMaxCost) continue;
+      int gain = 0;
+      for (int a = 0; a < kNumAxes; ++a)
+        for (int b = a + 1; b < kNumAxes; ++b) gain += int(uncovered.count({a, ch[a], b, ch[b]}));
+      if (gain > best_gain) {
+        best = ch;
+        best_gain = gain;
+      }
+    }
+    if (best_gain == 0) {
+      ++stale;
+      continue;
+    }
+    for (int a = 0; a < kNumAxes; ++a)
+      for (int b = a + 1; b < kNumAxes; ++b) uncovered.erase({a, best[a], b, best[b]});
+    AttentionCase c = make_case(best, 1000 + cases.size());
+    c.name = "pairwise" + std::to_string(cases.size());
+    cases.push_back(c);
+  }
+
+  // Named edge cases.
+  auto base = [](std::string name, Wrapper w) {
+    AttentionCase c;
+    c.name = std::move(name);
+    c.wrapper = w;
+    c.num_qo_heads = 8;
+    c.num_kv_heads = 2;
+    c.head_dim_qk = c.head_dim_vo = 64;
+    return c;
+  };
+  {
+    AttentionCase c = base("empty_requests", Wrapper::kPagedPrefill);
+    c.qo_lens = {3, 0, 5, 4, 0};
+    c.kv_lens = {0, 9, 17, 0, 0};
+    c.options.mask_mode = MaskMode::kCausal;
+    cases.push_back(c);
+    c.name = "empty_requests_decode";
+    c.wrapper = Wrapper::kDecode;
+    c.qo_lens = {1, 1, 1};
+    c.kv_lens = {0, 9, 0};
+    c.options.mask_mode = MaskMode::kNone;
+    c.layout = KVLayout::kHND;
+    cases.push_back(c);
+  }
+  {
+    AttentionCase c = base("batch0", Wrapper::kRaggedPrefill);
+    cases.push_back(c);
+  }
+  {
+    AttentionCase c = base("qo_gt_kv_causal", Wrapper::kRaggedPrefill);
+    c.qo_lens = {34};
+    c.kv_lens = {1};
+    c.options.mask_mode = MaskMode::kCausal;
+    cases.push_back(c);
+  }
+  {
+    AttentionCase c = base("split_kv_empty_chunks", Wrapper::kPagedPrefill);
+    c.qo_lens = {2, 40};
+    c.kv_lens = {129, 300};
+    c.options.mask_mode = MaskMode::kCausal;
+    c.options.window_left = 20;
+    c.split.fixed_split_size = 16;
+    cases.push_back(c);
+  }
+  {
+    AttentionCase c = base("split_kv_decode", Wrapper::kDecode);
+    c.qo_lens = {1, 1, 1, 1};
+    c.kv_lens = {1000, 1, 333, 0};
+    c.page_size = 5;
+    c.split.fixed_split_size = 64;
+    cases.push_back(c);
+  }
+  {
+    AttentionCase c = base("gqa_5_page1", Wrapper::kPagedPrefill);
+    c.num_qo_heads = 10;
+    c.qo_lens = {7, 3};
+    c.kv_lens = {20, 31};
+    c.page_size = 1;
+    c.options.mask_mode = MaskMode::kCausal;
+    c.strided = true;
+    c.combined_cache = false;
+    cases.push_back(c);
+  }
+  {
+    AttentionCase c = base("head_dim_192_128", Wrapper::kRaggedPrefill);
+    c.head_dim_qk = 192;
+    c.head_dim_vo = 128;
+    c.qo_lens = {17, 9};
+    c.kv_lens = {33, 9};
+    c.options.mask_mode = MaskMode::kCausal;
+    c.q_dtype = c.kv_dtype = c.o_dtype = DType::kBF16;
+    cases.push_back(c);
+  }
+  {
+    AttentionCase c = base("fp8_ragged_scales", Wrapper::kRaggedPrefill);
+    c.qo_lens = {5};
+    c.kv_lens = {40};
+    c.kv_dtype = DType::kE4M3;
+    c.k_scale = 0.25f;
+    c.v_scale = 3.0f;
+    c.options.pos_encoding = PosEncoding::kRopeLlama;
+    cases.push_back(c);
+  }
+  {
+    AttentionCase c = base("alibi_custom_slopes", Wrapper::kPagedPrefill);
+    c.num_qo_heads = 6;
+    c.qo_lens = {4};
+    c.kv_lens = {12};
+    c.options.pos_encoding = PosEncoding::kAlibi;
+    c.options.alibi_slopes = {0.5f, 0.25f, 0.1f, 1.0f, 2.0f, 0.0f};
+    c.options.sm_scale = 0.3f;
+    cases.push_back(c);
+  }
+  {
+    AttentionCase c = base("rope_scaled", Wrapper::kDecode);
+    c.qo_lens = {1, 1};
+    c.kv_lens = {300, 77};
+    c.options.pos_encoding = PosEncoding::kRopeLlama;
+    c.options.rope_scale = 4.0f;
+    c.options.rope_theta = 5.0e5f;
+    c.options.window_left = 50;
+    c.options.logits_soft_cap = 15.0f;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+std::vector<AttentionCase> wide_attention_case_list(int count, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<AttentionCase> cases;
+  while (int(cases.size()) < count) {
+    Choice ch;
+    for (int a = 0; a < kNumAxes; ++a) ch[a] = int(rng() % kValues[a].size());
+    AttentionCase c = make_case(ch, rng());
+    if (cost(c) > 4e8) continue;
+    c.name = "wide" + std::to_string(cases.size());
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+}  // namespace kvinfer::testing
