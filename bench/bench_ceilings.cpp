@@ -28,8 +28,13 @@ int main(int argc, char** argv) try {
   report.meta()["ceilings"] = ceilings;
 
   auto row = [&](const Ceiling& c, const std::string& name) {
-    report.add_row({{"name", name}, {"value", c.value}, {"unit", c.unit}, {"median_us", c.timing.median_us},
-                    {"p10_us", c.timing.p10_us}, {"p90_us", c.timing.p90_us}, {"detail", c.detail}});
+    report.add_row({{"name", name},
+                    {"value", c.value},
+                    {"unit", c.unit},
+                    {"median_us", c.timing.median_us},
+                    {"p10_us", c.timing.p10_us},
+                    {"p90_us", c.timing.p90_us},
+                    {"detail", c.detail}});
   };
   for (const Ceiling& v : read_variants) row(v, "read variant");
   row(read, "read_bandwidth");

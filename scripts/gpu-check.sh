@@ -13,6 +13,8 @@
 # benchmark that needs other arguments or more time gets one line in bench_args /
 # bench_timeout below. Environment: KVINFER_BUILD_DIR (build-gpu), KVINFER_CMAKE_ARGS
 # (extra configure arguments), KVINFER_SANITIZER_TIMEOUT (120 s per tool),
+# KVINFER_SANITIZER_FILTER (a --gtest_filter for the runs under the sanitizer),
+# KVINFER_BENCH_SKIP (space-separated benchmark names not to run),
 # KVINFER_GPU_CHECK_SKIP (space-separated steps to skip:
 # tests sanitizer bench).
 set -uo pipefail
@@ -109,9 +111,14 @@ if [[ $skip != *" sanitizer "* ]]; then
         note "compute-sanitizer --tool $tool $(basename "$bin")"
         start=$SECONDS
         timeout "${KVINFER_SANITIZER_TIMEOUT:-120}" "$sanitizer" --tool "$tool" --error-exitcode 86 "$bin" --gtest_brief=1 \
-          >>"$out/sanitizer.log" 2>&1
+          --gtest_filter="${KVINFER_SANITIZER_FILTER:-*}" \
+          >"$work/sanitizer-$tool.log" 2>&1
         rc=$?
-        errors=$(grep -Eo "ERROR SUMMARY: [0-9]+ error" "$out/sanitizer.log" | tail -1 | grep -Eo "[0-9]+" || echo "?")
+        cat "$work/sanitizer-$tool.log" >>"$out/sanitizer.log"
+        # memcheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: ... (N errors, M warnings)".
+        errors=$(grep -Eo "ERROR SUMMARY: [0-9]+ error|\([0-9]+ errors" "$work/sanitizer-$tool.log" | head -1 |
+          grep -Eo "[0-9]+" || echo "?")
+        [[ $rc -eq 124 ]] && errors="timeout"
         [[ $rc -ne 0 ]] && status=1
         san_entries+=("{\"binary\": \"$(basename "$bin")\", \"tool\": \"$tool\", \"rc\": $rc, \"errors\": \"$errors\", \"seconds\": $((SECONDS - start))}")
       done
@@ -145,6 +152,7 @@ if [[ $skip != *" bench "* ]]; then
   for exe in "$build"/bench/bench_*; do
     name=$(basename "$exe")
     [[ -f $exe && -x $exe && $name != bench_ceilings ]] || continue
+    [[ " ${KVINFER_BENCH_SKIP:-} " == *" $name "* ]] && continue
     run_bench "$name" "$exe"
   done
   for py in bench/*.py; do

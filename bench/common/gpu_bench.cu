@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
 // Event timing, random device data and the ceiling kernels of the CUDA benchmarks.
-#include "bench/common/gpu_bench.hpp"
-
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -10,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+
+#include "bench/common/gpu_bench.hpp"
 
 #ifdef KVINFER_BENCH_HAVE_CUBLAS
 #include <cublas_v2.h>
@@ -57,10 +57,25 @@ __global__ void fill_uniform_kernel(T* p, std::size_t count, std::uint64_t seed)
   }
 }
 
+// 16-byte streaming loads: kLoad 0 asks L2 to prefetch 256-byte blocks, 1 does not.
+template <int kLoad>
+__device__ __forceinline__ uint4 stream_load(const uint4* p) {
+  if constexpr (kLoad == 0) {
+    return cuda::ptx::ld_stream_v4(p);
+  } else {
+    return cuda::ptx::ld_nc_na_v4(p);
+  }
+}
+
+__device__ __forceinline__ void reduce_out(std::uint32_t acc, unsigned long long* out) {
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  if ((threadIdx.x & 31) == 0) atomicAdd(out, (unsigned long long)acc);
+}
+
 // Streams n 16-byte vectors once: kUnroll independent loads in flight per thread,
 // grid-stride so that each sweep of the grid reads one contiguous region. The
 // reduction (sum of xors) keeps every load alive.
-template <int kUnroll>
+template <int kUnroll, int kLoad>
 __global__ void __launch_bounds__(kThreads)
     read_reduce_kernel(const uint4* __restrict__ p, std::size_t n, unsigned long long* __restrict__ out) {
   const std::size_t stride = std::size_t(gridDim.x) * kThreads;
@@ -69,16 +84,33 @@ __global__ void __launch_bounds__(kThreads)
   for (; i + (kUnroll - 1) * stride < n; i += kUnroll * stride) {
     uint4 v[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) v[u] = cuda::ptx::ld_stream_v4(p + i + u * stride);
+    for (int u = 0; u < kUnroll; ++u) v[u] = stream_load<kLoad>(p + i + u * stride);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) acc += v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
   }
   for (; i < n; i += stride) {
-    const uint4 v = cuda::ptx::ld_stream_v4(p + i);
+    const uint4 v = stream_load<kLoad>(p + i);
     acc += v.x ^ v.y ^ v.z ^ v.w;
   }
-  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
-  if ((threadIdx.x & 31) == 0) atomicAdd(out, (unsigned long long)acc);
+  reduce_out(acc, out);
+}
+
+// The same with one contiguous tile of kThreads x kUnroll vectors per block and as
+// many blocks as tiles (the hardware schedules blocks as others finish).
+template <int kUnroll, int kLoad>
+__global__ void __launch_bounds__(kThreads)
+    read_tiles_kernel(const uint4* __restrict__ p, std::size_t n, unsigned long long* __restrict__ out) {
+  const std::size_t base = std::size_t(blockIdx.x) * kThreads * kUnroll + threadIdx.x;
+  uint4 v[kUnroll];
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const std::size_t i = base + std::size_t(u) * kThreads;
+    v[u] = i < n ? stream_load<kLoad>(p + i) : make_uint4(0, 0, 0, 0);
+  }
+  std::uint32_t acc = 0;
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) acc += v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  reduce_out(acc, out);
 }
 
 template <int kUnroll>
@@ -152,8 +184,8 @@ GpuTimer::~GpuTimer() {
 // write-back of the flush's data when it evicts them.
 void GpuTimer::flush_l2() {
   auto* acc = reinterpret_cast<unsigned long long*>(static_cast<char*>(flush_buf_) + flush_bytes_);
-  read_reduce_kernel<4><<<unsigned(flush_grid_), kThreads, 0, stream_>>>(static_cast<const uint4*>(flush_buf_),
-                                                                          flush_bytes_ / 16, acc);
+  read_reduce_kernel<4, 0><<<unsigned(flush_grid_), kThreads, 0, stream_>>>(
+      static_cast<const uint4*>(flush_buf_), flush_bytes_ / 16, acc);
   KVINFER_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -189,12 +221,17 @@ void fill_random_bits(void* p, std::size_t bytes, std::uint64_t seed, cudaStream
   }
 }
 
-void fill_random_uniform(void* p, std::size_t count, RandomKind kind, std::uint64_t seed, cudaStream_t stream) {
+void fill_random_uniform(void* p, std::size_t count, RandomKind kind, std::uint64_t seed,
+                         cudaStream_t stream) {
   if (count == 0) return;
   const unsigned grid = unsigned(std::min<std::size_t>((count + kThreads - 1) / kThreads, 65536));
   switch (kind) {
-    case RandomKind::kF32: fill_uniform_kernel<<<grid, kThreads, 0, stream>>>(static_cast<float*>(p), count, seed); break;
-    case RandomKind::kF16: fill_uniform_kernel<<<grid, kThreads, 0, stream>>>(static_cast<__half*>(p), count, seed); break;
+    case RandomKind::kF32:
+      fill_uniform_kernel<<<grid, kThreads, 0, stream>>>(static_cast<float*>(p), count, seed);
+      break;
+    case RandomKind::kF16:
+      fill_uniform_kernel<<<grid, kThreads, 0, stream>>>(static_cast<__half*>(p), count, seed);
+      break;
     case RandomKind::kBF16:
       fill_uniform_kernel<<<grid, kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(p), count, seed);
       break;
@@ -229,22 +266,46 @@ Ceiling measure_read_bandwidth(std::size_t bytes, std::vector<Ceiling>* variants
   auto* src = static_cast<const uint4*>(buf.p);
   auto* acc = static_cast<unsigned long long*>(out.p);
   Ceiling best{"read_bandwidth", 0, "GB/s", {}, ""};
-  // (unroll, resident blocks per multiprocessor): 8 blocks of 256 fill an H100/H200 SM.
-  const int shapes[][2] = {{4, 8}, {8, 8}, {16, 8}, {8, 4}};
-  for (const auto& s : shapes) {
-    const unsigned grid = unsigned(sms * s[1]);
-    auto launch = [&] {
-      switch (s[0]) {
-        case 4: read_reduce_kernel<4><<<grid, kThreads>>>(src, n, acc); break;
-        case 8: read_reduce_kernel<8><<<grid, kThreads>>>(src, n, acc); break;
-        default: read_reduce_kernel<16><<<grid, kThreads>>>(src, n, acc); break;
-      }
-    };
+  struct Shape {
+    const char* name;
+    void (*launch)(const uint4*, std::size_t, unsigned long long*, int sms);
+  };
+  // Grid-stride kernels with 8 resident blocks of 256 threads per SM (a full H100/H200
+  // SM), or half; tiled kernels with one block per tile.
+  const Shape shapes[] = {
+      {"grid-stride, unroll 4, L2::256B, 8 blocks/SM",
+       [](const uint4* a, std::size_t b, unsigned long long* c, int sms) {
+         read_reduce_kernel<4, 0><<<unsigned(sms * 8), kThreads>>>(a, b, c);
+       }},
+      {"grid-stride, unroll 8, L2::256B, 4 blocks/SM",
+       [](const uint4* a, std::size_t b, unsigned long long* c, int sms) {
+         read_reduce_kernel<8, 0><<<unsigned(sms * 4), kThreads>>>(a, b, c);
+       }},
+      {"grid-stride, unroll 4, no L2 hint, 8 blocks/SM",
+       [](const uint4* a, std::size_t b, unsigned long long* c, int sms) {
+         read_reduce_kernel<4, 1><<<unsigned(sms * 8), kThreads>>>(a, b, c);
+       }},
+      {"grid-stride, unroll 8, no L2 hint, 8 blocks/SM",
+       [](const uint4* a, std::size_t b, unsigned long long* c, int sms) {
+         read_reduce_kernel<8, 1><<<unsigned(sms * 8), kThreads>>>(a, b, c);
+       }},
+      {"tiles, unroll 4, L2::256B",
+       [](const uint4* a, std::size_t b, unsigned long long* c, int) {
+         read_tiles_kernel<4, 0><<<unsigned((b + kThreads * 4 - 1) / (kThreads * 4)), kThreads>>>(a, b, c);
+       }},
+      {"tiles, unroll 8, L2::256B",
+       [](const uint4* a, std::size_t b, unsigned long long* c, int) {
+         read_tiles_kernel<8, 0><<<unsigned((b + kThreads * 8 - 1) / (kThreads * 8)), kThreads>>>(a, b, c);
+       }},
+      {"tiles, unroll 8, no L2 hint",
+       [](const uint4* a, std::size_t b, unsigned long long* c, int) {
+         read_tiles_kernel<8, 1><<<unsigned((b + kThreads * 8 - 1) / (kThreads * 8)), kThreads>>>(a, b, c);
+       }},
+  };
+  for (const Shape& shape : shapes) {
     // A 4 GiB stream is far beyond the L2: every run is cold without a flush.
-    const Timing t = timer.time(launch, 3, 20, false);
-    Ceiling c{"read_bandwidth", double(bytes) / (t.median_us * 1e3), "GB/s", t,
-              "unroll " + std::to_string(s[0]) + ", " + std::to_string(s[1]) + " blocks/SM x " +
-                  std::to_string(kThreads) + " threads"};
+    const Timing t = timer.time([&] { shape.launch(src, n, acc, sms); }, 3, 20, false);
+    Ceiling c{"read_bandwidth", double(bytes) / (t.median_us * 1e3), "GB/s", t, shape.name};
     if (variants) variants->push_back(c);
     if (c.value > best.value) best = c;
   }
@@ -255,8 +316,8 @@ Ceiling measure_copy_bandwidth(std::size_t bytes) {
   DeviceBuffer a(bytes), b(bytes);
   fill_random_bits(a.p, bytes, 0xC0FFEE);
   GpuTimer timer;
-  const Timing t = timer.time([&] { KVINFER_CUDA_CHECK(cudaMemcpyAsync(b.p, a.p, bytes, cudaMemcpyDeviceToDevice)); },
-                              3, 20, false);
+  const Timing t = timer.time(
+      [&] { KVINFER_CUDA_CHECK(cudaMemcpyAsync(b.p, a.p, bytes, cudaMemcpyDeviceToDevice)); }, 3, 20, false);
   return {"copy_bandwidth", 2.0 * double(bytes) / (t.median_us * 1e3), "GB/s", t,
           "cudaMemcpyAsync D2D, bytes read + written"};
 }
@@ -269,7 +330,8 @@ Ceiling measure_copy_kernel_bandwidth(std::size_t bytes) {
   const unsigned grid = unsigned(sm_count() * 8);
   const Timing t = timer.time(
       [&] {
-        copy_kernel<4><<<grid, kThreads>>>(static_cast<const uint4*>(a.p), static_cast<uint4*>(b.p), bytes / 16);
+        copy_kernel<4>
+            <<<grid, kThreads>>>(static_cast<const uint4*>(a.p), static_cast<uint4*>(b.p), bytes / 16);
       },
       3, 20, false);
   return {"copy_kernel_bandwidth", 2.0 * double(bytes) / (t.median_us * 1e3), "GB/s", t,
@@ -277,12 +339,12 @@ Ceiling measure_copy_kernel_bandwidth(std::size_t bytes) {
 }
 
 #ifdef KVINFER_BENCH_HAVE_CUBLAS
-#define KVINFER_CUBLAS_CHECK(call)                                                       \
-  do {                                                                                   \
-    const cublasStatus_t st_ = (call);                                                   \
-    if (st_ != CUBLAS_STATUS_SUCCESS) {                                                  \
+#define KVINFER_CUBLAS_CHECK(call)                                                             \
+  do {                                                                                         \
+    const cublasStatus_t st_ = (call);                                                         \
+    if (st_ != CUBLAS_STATUS_SUCCESS) {                                                        \
       throw std::runtime_error(std::string(#call) + " failed: " + cublasGetStatusString(st_)); \
-    }                                                                                    \
+    }                                                                                          \
   } while (0)
 
 Ceiling measure_gemm_bf16(int m, int n, int k) {
@@ -300,9 +362,9 @@ Ceiling measure_gemm_bf16(int m, int n, int k) {
     GpuTimer timer;
     const Timing t = timer.time(
         [&] {
-          KVINFER_CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, a.p, CUDA_R_16BF, m,
-                                            b.p, CUDA_R_16BF, k, &beta, c.p, CUDA_R_16BF, m, CUBLAS_COMPUTE_32F,
-                                            CUBLAS_GEMM_DEFAULT));
+          KVINFER_CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, a.p,
+                                            CUDA_R_16BF, m, b.p, CUDA_R_16BF, k, &beta, c.p, CUDA_R_16BF, m,
+                                            CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
         },
         5, 20, false);
     result.timing = t;
@@ -317,7 +379,9 @@ Ceiling measure_gemm_bf16(int m, int n, int k) {
   return result;
 }
 #else
-Ceiling measure_gemm_bf16(int, int, int) { return {"gemm_bf16", 0, "TFLOP/s", {}, "cuBLAS not built"}; }
+Ceiling measure_gemm_bf16(int, int, int) {
+  return {"gemm_bf16", 0, "TFLOP/s", {}, "cuBLAS not built"};
+}
 #endif
 
 }  // namespace kvinfer::bench

@@ -70,7 +70,8 @@ struct Ceiling {
 
 // Read bandwidth: a kernel that streams `bytes` (>= 4 GiB) once with 16-byte loads and
 // reduces them; the best of a few launch shapes. GB/s = bytes read / time.
-Ceiling measure_read_bandwidth(std::size_t bytes = std::size_t(4) << 30, std::vector<Ceiling>* variants = nullptr);
+Ceiling measure_read_bandwidth(std::size_t bytes = std::size_t(4) << 30,
+                               std::vector<Ceiling>* variants = nullptr);
 // Device-to-device cudaMemcpyAsync of `bytes`; GB/s counts bytes read + written.
 Ceiling measure_copy_bandwidth(std::size_t bytes = std::size_t(2) << 30);
 // The same with a 16-byte-vector copy kernel (a second opinion on the copy ceiling).

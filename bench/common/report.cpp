@@ -54,7 +54,8 @@ void Report::finish(const Args& args, const std::vector<std::string>& columns) c
   std::vector<std::size_t> width(columns.size());
   for (std::size_t c = 0; c < columns.size(); ++c) {
     width[c] = columns[c].size();
-    for (const auto& r : rows_) width[c] = std::max(width[c], cell(r.value(columns[c], nlohmann::json())).size());
+    for (const auto& r : rows_)
+      width[c] = std::max(width[c], cell(r.value(columns[c], nlohmann::json())).size());
   }
   auto line = [&](auto get) {
     for (std::size_t c = 0; c < columns.size(); ++c) {
@@ -64,7 +65,8 @@ void Report::finish(const Args& args, const std::vector<std::string>& columns) c
   };
   std::printf("== %s\n", bench_.c_str());
   line([&](std::size_t c) { return columns[c]; });
-  for (const auto& r : rows_) line([&](std::size_t c) { return cell(r.value(columns[c], nlohmann::json())); });
+  for (const auto& r : rows_)
+    line([&](std::size_t c) { return cell(r.value(columns[c], nlohmann::json())); });
   std::fflush(stdout);
   if (args.json_path.empty()) return;
   nlohmann::json j = meta_;

@@ -22,6 +22,7 @@ struct AttentionProblem {
   std::int64_t batch_size = 0;
   std::int64_t nnz_q = 0;
   std::int64_t nnz_kv = 0;  // ragged: key rows; paged: entries of kv_indices used
+  std::int32_t max_qo_len = 0;  // query rows of the longest request
   std::int64_t num_qo_heads = 0;
   std::int64_t num_kv_heads = 0;
   std::int64_t head_dim_qk = 0;
@@ -62,6 +63,7 @@ struct AttentionParams {
   const std::int32_t* counts = nullptr;  // num_items, num_merge_tokens, batch_size, nnz_q
   float* partial_o = nullptr;            // [max_partial_rows, Hq, Dvo]
   float* partial_lse = nullptr;          // [max_partial_rows, Hq]
+  std::int32_t q_tile_rows = 0;          // packed rows per work item (the kernel's tile)
   std::int64_t max_items = 0;            // grid sizes: fixed within a capacity
   std::int64_t max_merge_tokens = 0;
   Stream stream = nullptr;

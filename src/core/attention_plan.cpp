@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 
@@ -12,7 +13,6 @@
 #include "kvinfer/ops/packbits.hpp"
 #ifdef KVINFER_WITH_CUDA
 #include "cuda/attention.hpp"
-#include "cuda/runtime.hpp"
 #endif
 
 namespace kvinfer::detail {
@@ -32,7 +32,11 @@ void check_finite(std::string_view op, std::string_view arg, float x, bool posit
 }  // namespace
 
 AttentionPlan::AttentionPlan(Device device, KVLayout layout, std::optional<Capacity> capacity)
-    : device_(device), layout_(layout), capacity_(capacity), profile_(device_profile(device)) {
+    : device_(device),
+      layout_(layout),
+      capacity_(capacity),
+      profile_(device_profile(device)),
+      workspace_(device, capacity.has_value()) {
   if (device.is_cuda()) {
     require(cuda_backend_built(), "attention", "device", to_string(device),
             "the CUDA backend is not built (configure with -DKVINFER_CUDA=ON on a machine with nvcc)");
@@ -54,6 +58,7 @@ AttentionProblem AttentionPlan::check_problem(const PlanRequest& req) const {
   pr.batch_size = std::int64_t(req.qo_lens.size());
   pr.nnz_q = std::accumulate(req.qo_lens.begin(), req.qo_lens.end(), std::int64_t(0));
   pr.nnz_kv = req.nnz_kv;
+  pr.max_qo_len = req.qo_lens.empty() ? 0 : *std::max_element(req.qo_lens.begin(), req.qo_lens.end());
 
   require_v(req.num_qo_heads > 0, op, "num_qo_heads", req.num_qo_heads, "must be positive");
   require_v(req.num_kv_heads > 0, op, "num_kv_heads", req.num_kv_heads, "must be positive");
@@ -131,8 +136,13 @@ Schedule AttentionPlan::make_plan_schedule(const PlanRequest& req, const Attenti
   in.page_size = pr.page_size;
   in.window_left = pr.window_left;
   in.q_tile_rows = kCpuQTileRows;
+  DeviceProfile profile = profile_;
 #ifdef KVINFER_WITH_CUDA
-  if (device_.is_cuda()) in.q_tile_rows = cuda::q_tile_rows(pr);
+  if (device_.is_cuda()) {
+    const cuda::KernelTraits traits = cuda::select_kernel(pr, device_.index);
+    in.q_tile_rows = traits.q_tile_rows;
+    profile.work_items_per_processor = traits.work_items_per_processor;
+  }
 #endif
   in.fixed_split_size = req.split.fixed_split_size;
   in.disable_split_kv = req.split.disable_split_kv;
@@ -143,7 +153,7 @@ Schedule AttentionPlan::make_plan_schedule(const PlanRequest& req, const Attenti
     in.capacity = ScheduleInput::Capacity{capacity_->max_batch, capacity_->max_qo_tokens, max_kv_tokens,
                                           req.max_qo_len};
   }
-  Schedule s = make_schedule(in, profile_);
+  Schedule s = make_schedule(in, profile);
   for (std::size_t b = 0; b < s.requests.size(); ++b) s.requests[b].kv_begin = req.kv_begin[b];
   return s;
 }
@@ -192,30 +202,7 @@ void AttentionPlan::plan(const PlanRequest& req) {
 
   Schedule s = make_plan_schedule(req, pr, mask_offsets);
 
-  // Workspace: allocated once in capacity mode (sizes depend only on the capacity),
-  // otherwise grown as needed.
-  const bool fixed = capacity_.has_value();
-  if (!int_workspace_.defined() || int_workspace_.nbytes() < s.layout.int_bytes) {
-    require(!fixed || !int_workspace_.defined(), op, "capacity", "int workspace",
-            "a fixed-capacity plan must not grow its workspace");
-    int_workspace_ = Tensor::empty({std::int64_t(s.layout.int_bytes)}, DType::kU8, device_);
-  }
-  if (!float_workspace_.defined() || float_workspace_.nbytes() < s.layout.float_bytes) {
-    require(!fixed || !float_workspace_.defined(), op, "capacity", "float workspace",
-            "a fixed-capacity plan must not grow its workspace");
-    float_workspace_ = Tensor::empty({std::int64_t(std::max<std::size_t>(4, s.layout.float_bytes))}, DType::kU8, device_);
-  }
-
-  // The schedule's arrays, written to host memory and copied once to the device.
-  std::vector<std::uint8_t> host(s.layout.int_bytes, 0);
-  std::memcpy(host.data() + s.layout.requests, s.requests.data(), s.requests.size() * sizeof(RequestInfo));
-  std::memcpy(host.data() + s.layout.items, s.items.data(), s.items.size() * sizeof(WorkItem));
-  std::memcpy(host.data() + s.layout.merge_tokens, s.merge_tokens.data(), s.merge_tokens.size() * sizeof(MergeToken));
-  const std::int32_t counts[4] = {std::int32_t(s.items.size()), std::int32_t(s.merge_tokens.size()),
-                                  std::int32_t(pr.batch_size), std::int32_t(pr.nnz_q)};
-  std::memcpy(host.data() + s.layout.counts, counts, sizeof(counts));
-  copy(int_workspace_.view().slice(0, 0, std::int64_t(host.size())),
-       TensorView(host.data(), DType::kU8, {std::int64_t(host.size())}));
+  workspace_.upload(op, s, pr.batch_size, pr.nnz_q);
 
   if (pr.pos_encoding == PosEncoding::kAlibi) {
     std::vector<float> slopes = req.options.alibi_slopes.empty() ? alibi_slopes(int(pr.num_qo_heads))
@@ -223,9 +210,6 @@ void AttentionPlan::plan(const PlanRequest& req) {
     alibi_slopes_ = Tensor::empty({pr.num_qo_heads}, DType::kF32, device_);
     copy(alibi_slopes_, TensorView(slopes.data(), DType::kF32, {pr.num_qo_heads}));
   }
-#ifdef KVINFER_WITH_CUDA
-  if (device_.is_cuda()) cuda::stream_synchronize(nullptr);  // host buffers above go out of scope
-#endif
   kv_indices_ = req.kv_indices;
   problem_ = pr;
   schedule_ = std::move(s);
@@ -313,15 +297,14 @@ void AttentionPlan::run(std::string_view op, const TensorView& q, const TensorVi
   p.kv_indices = kv_indices_;
   p.alibi_slopes = alibi_slopes_.defined() ? alibi_slopes_.data_as<const float>() : nullptr;
   p.custom_mask = custom_mask_.defined() ? custom_mask_.data_as<const std::uint8_t>() : nullptr;
-  const auto* ws = int_workspace_.data_as<const std::uint8_t>();
-  const WorkspaceLayout& l = schedule_.layout;
-  p.requests = reinterpret_cast<const RequestInfo*>(ws + l.requests);
-  p.items = reinterpret_cast<const WorkItem*>(ws + l.items);
-  p.merge_tokens = reinterpret_cast<const MergeToken*>(ws + l.merge_tokens);
-  p.counts = reinterpret_cast<const std::int32_t*>(ws + l.counts);
-  auto* fws = float_workspace_.data_as<std::uint8_t>();
-  p.partial_o = reinterpret_cast<float*>(fws + l.partial_o);
-  p.partial_lse = reinterpret_cast<float*>(fws + l.partial_lse);
+  const ScheduleView sv = workspace_.view(schedule_.layout);
+  p.requests = sv.requests;
+  p.items = sv.items;
+  p.merge_tokens = sv.merge_tokens;
+  p.counts = sv.counts;
+  p.partial_o = sv.partial_o;
+  p.partial_lse = sv.partial_lse;
+  p.q_tile_rows = schedule_.q_tile_rows;
   p.max_items = schedule_.max_items;
   p.max_merge_tokens = schedule_.max_merge_tokens;
   p.stream = options.stream;

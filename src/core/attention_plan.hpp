@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/attention_params.hpp"
+#include "core/workspace.hpp"
 #include "kvinfer/attention/options.hpp"
 #include "kvinfer/attention/run_options.hpp"
 #include "kvinfer/layout/paged_kv_cache.hpp"
@@ -71,8 +72,7 @@ class AttentionPlan {
   Tensor custom_mask_packed_;  // owned when plan packed a boolean mask
   TensorView custom_mask_;     // what run reads: owned or the caller's packed buffer
   Tensor alibi_slopes_;        // float32 [Hq] on the device
-  Tensor int_workspace_;
-  Tensor float_workspace_;
+  PlanWorkspace workspace_;
 };
 
 }  // namespace kvinfer::detail

@@ -27,7 +27,7 @@ void check_shape(std::span<const std::int64_t> shape) {
   }
 }
 
-[[noreturn]] void no_cuda(std::string_view what) {
+[[noreturn, maybe_unused]] void no_cuda(std::string_view what) {
   detail::fail(what, "device", "cuda",
                "the CUDA backend is not built (configure with -DKVINFER_CUDA=ON on a machine with nvcc)");
 }

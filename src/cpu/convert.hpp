@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Row conversions between storage dtypes and float32 for the CPU backend.
+// Row conversions between storage dtypes and float32 for the CPU backend, through
+// the vectorised loops of the processor (cpu/kernels.hpp).
 #pragma once
 
 #include <cstdint>

@@ -2,15 +2,24 @@
 // The CUDA backend's attention entry points, called by AttentionPlan.
 #pragma once
 
+#include <cstdint>
+
 #include "core/attention_params.hpp"
 
 namespace kvinfer::cuda {
 
-// Packed query rows per work item of the kernel that will run this problem (the
-// planner's q tile). Throws kvinfer::Error when no compiled kernel supports it.
-std::int32_t q_tile_rows(const detail::AttentionProblem& problem);
+// What the planner needs to know of the kernel that will run a problem.
+struct KernelTraits {
+  std::int32_t q_tile_rows;           // packed query rows per work item
+  int work_items_per_processor;       // resident CTAs per SM
+};
+
+// Selects the kernel for `problem` on `device`; throws kvinfer::Error naming the
+// build option or argument when no compiled kernel supports it.
+KernelTraits select_kernel(const detail::AttentionProblem& problem, int device);
 
 // Launches the planned work items and the merge of split requests on p.stream.
+// Allocates nothing and never synchronises (capturable in a CUDA graph).
 void run_attention(const detail::AttentionParams& p);
 
 }  // namespace kvinfer::cuda

@@ -14,17 +14,10 @@ constexpr std::string_view kOp = "plan";
 constexpr std::size_t kAlign = 256;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-std::size_t align_up(std::size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
-// Work items when every request is cut into chunks of `chunk` keys.
-std::int64_t count_items(std::span<const std::int64_t> tiles, std::span<const std::int64_t> eff_lens,
-                         std::int64_t chunk) {
-  std::int64_t n = 0;
-  for (std::size_t b = 0; b < tiles.size(); ++b) {
-    n += tiles[b] * std::max<std::int64_t>(1, ceil_div(eff_lens[b], chunk));
-  }
-  return n;
-}
+// How many times over the automatic split-KV fills the processors' slots.
+constexpr std::int64_t kSplitWaves = 4;
+std::size_t align_up(std::size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
 }  // namespace
 
@@ -47,14 +40,13 @@ Schedule make_schedule(const ScheduleInput& in, const DeviceProfile& profile) {
 
   std::vector<std::int64_t> tiles(batch), eff_lens(batch);
   std::vector<KeyRange> ranges(batch);
-  std::int64_t nnz_q = 0, max_eff = 0, total_tiles = 0;
+  std::int64_t nnz_q = 0, max_eff = 0;
   for (std::int64_t b = 0; b < batch; ++b) {
     ranges[b] = visible_key_range(in.qo_lens[b], in.kv_lens[b], in.window_left);
     eff_lens[b] = ranges[b].last - ranges[b].first;
     tiles[b] = ceil_div(std::int64_t(in.qo_lens[b]) * group, tile);
     nnz_q += in.qo_lens[b];
     max_eff = std::max(max_eff, eff_lens[b]);
-    total_tiles += tiles[b];
   }
 
   // Capacity of the item array: the budget of concurrent items, or more when the
@@ -70,7 +62,9 @@ Schedule make_schedule(const ScheduleInput& in, const DeviceProfile& profile) {
     const std::int64_t tiles_bound =
         ceil_div(in.capacity->max_qo_tokens * group, tile) + std::max<std::int64_t>(0, in.capacity->max_batch - 1);
     const std::int64_t max_qo_len = in.capacity->max_qo_len < 0 ? in.capacity->max_qo_tokens : in.capacity->max_qo_len;
-    std::int64_t per_head = std::max(ceil_div(budget, in.num_kv_heads), tiles_bound);
+    // Automatic chunks: sum_b tiles_b * ceil(eff_b / c) <= tiles + work / c, and
+    // work / c <= kSplitWaves * slots per head.
+    std::int64_t per_head = tiles_bound + kSplitWaves * std::max<std::int64_t>(1, budget / in.num_kv_heads);
     if (in.fixed_split_size > 0 && !in.disable_split_kv) {
       // sum_b tiles_b * chunks_b with chunks_b <= kv_b / c + 1.
       const std::int64_t c = ceil_div(in.fixed_split_size, page) * page;
@@ -80,28 +74,23 @@ Schedule make_schedule(const ScheduleInput& in, const DeviceProfile& profile) {
     max_items = in.num_kv_heads * per_head;
   }
 
-  // KV chunk size (tokens, whole pages). Without a fixed size: the smallest chunk
-  // (>= min_chunk_tokens) whose items still fit the budget, so that few long
-  // requests spread over all processors but no more merges are made than needed.
+  // KV chunk size (tokens, whole pages). Without a fixed size: chunks small enough
+  // that the items fill every processor's slots about kWaves times over, so that
+  // long requests spread across the device and the hardware's dynamic assignment
+  // of items evens out skewed lengths and the last wave; but no smaller than
+  // min_chunk_tokens, below which merges cost more than they balance.
   constexpr std::int64_t kNoSplit = std::numeric_limits<std::int32_t>::max();
   std::int64_t chunk = kNoSplit;
+  std::int64_t work = 0;  // keys x tiles per KV head
+  for (std::int64_t b = 0; b < batch; ++b) work += tiles[b] * eff_lens[b];
   if (in.disable_split_kv) {
     chunk = kNoSplit;
   } else if (in.fixed_split_size > 0) {
     chunk = ceil_div(in.fixed_split_size, page) * page;
-  } else if (in.num_kv_heads * total_tiles < budget && max_eff > 0) {
-    std::int64_t lo = std::max<std::int64_t>(page, ceil_div(in.min_chunk_tokens, page) * page);
-    std::int64_t hi = std::max(lo, ceil_div(max_eff, page) * page);
-    while (lo < hi) {
-      const std::int64_t mid = (lo + hi) / 2 / page * page;
-      const std::int64_t c = std::max(mid, lo);
-      if (in.num_kv_heads * count_items(tiles, eff_lens, c) <= budget) {
-        hi = c;
-      } else {
-        lo = c + page;
-      }
-    }
-    chunk = lo;
+  } else if (max_eff > 0) {
+    const std::int64_t slots_per_head = std::max<std::int64_t>(1, budget / in.num_kv_heads);
+    const std::int64_t per_item = ceil_div(work, kSplitWaves * slots_per_head);
+    chunk = ceil_div(std::max(per_item, in.min_chunk_tokens), page) * page;
   }
   if (chunk >= max_eff) chunk = kNoSplit;
 

@@ -7,16 +7,24 @@
 
 #include <cmath>
 #include <cstring>
+#include <ostream>
 #include <string>
 
 #include "kvinfer/kvinfer.hpp"
 
 // Every GPU test starts with this: without a device it is reported as skipped, and
 // scripts/gpu-check.sh counts how many actually ran.
-#define KVINFER_SKIP_WITHOUT_GPU()                                                 \
-  do {                                                                             \
-    if (::kvinfer::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device";     \
+#define KVINFER_SKIP_WITHOUT_GPU()                                             \
+  do {                                                                         \
+    if (::kvinfer::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device"; \
   } while (0)
+
+namespace kvinfer {
+// Parameter listings show dtype names rather than bytes.
+inline void PrintTo(DType t, std::ostream* os) {
+  *os << dtype_name(t);
+}
+}  // namespace kvinfer
 
 namespace kvinfer::testing {
 
@@ -32,7 +40,8 @@ struct Mirror {
   // The view of dev with the element offset, shape and strides that `v` has in host.
   TensorView on_dev(const TensorView& v) const {
     const std::ptrdiff_t offset = static_cast<const char*>(v.data()) - static_cast<const char*>(host.data());
-    return TensorView(static_cast<char*>(dev.data()) + offset, v.dtype(), v.shape(), v.strides(), Device::cuda(0));
+    return TensorView(static_cast<char*>(dev.data()) + offset, v.dtype(), v.shape(), v.strides(),
+                      Device::cuda(0));
   }
   // Both copies filled with kPoison bytes (NaN for every float type).
   void poison() {
@@ -72,14 +81,16 @@ inline float element_as_float(const void* p, DType t) {
       std::memcpy(&b, p, 2);
       return bf16_to_f32(b);
     }
-    default: return NAN;
+    default:
+      return NAN;
   }
 }
 
 // Element-wise closeness of two float storages of the same dtype: |gpu - cpu| <=
 // atol + rtol |cpu|; NaN must be NaN on both sides (poison left untouched), and
 // infinities must match exactly.
-inline ::testing::AssertionResult close_floats(const Tensor& cpu, const Tensor& gpu, double atol, double rtol) {
+inline ::testing::AssertionResult close_floats(const Tensor& cpu, const Tensor& gpu, double atol,
+                                               double rtol) {
   const std::size_t es = cpu.view().element_size();
   const std::size_t n = cpu.nbytes() / es;
   const auto* a = static_cast<const char*>(cpu.data());
@@ -87,10 +98,12 @@ inline ::testing::AssertionResult close_floats(const Tensor& cpu, const Tensor& 
   for (std::size_t i = 0; i < n; ++i) {
     const float x = element_as_float(a + i * es, cpu.dtype()), y = element_as_float(b + i * es, cpu.dtype());
     const bool ok = (std::isnan(x) || std::isnan(y)) ? (std::isnan(x) && std::isnan(y))
-                    : (std::isinf(x) || std::isinf(y)) ? x == y
-                                                       : std::fabs(double(x) - double(y)) <= atol + rtol * std::fabs(double(x));
+                    : (std::isinf(x) || std::isinf(y))
+                        ? x == y
+                        : std::fabs(double(x) - double(y)) <= atol + rtol * std::fabs(double(x));
     if (!ok) {
-      return ::testing::AssertionFailure() << "element " << i << " of " << n << ": cpu " << x << ", gpu " << y;
+      return ::testing::AssertionFailure()
+             << "element " << i << " of " << n << ": cpu " << x << ", gpu " << y;
     }
   }
   return ::testing::AssertionSuccess();
@@ -100,9 +113,12 @@ inline ::testing::AssertionResult close_floats(const Tensor& cpu, const Tensor& 
 // differ in the last bits (FMA contraction, exp2 implementations).
 inline double rel_tol(DType t) {
   switch (t) {
-    case DType::kBF16: return 1.0 / 128;
-    case DType::kF16: return 1.0 / 1024;
-    default: return 1e-5;
+    case DType::kBF16:
+      return 1.0 / 128;
+    case DType::kF16:
+      return 1.0 / 1024;
+    default:
+      return 1e-5;
   }
 }
 

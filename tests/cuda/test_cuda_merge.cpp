@@ -22,7 +22,9 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 void store_float(void* p, DType t, float x) {
   switch (t) {
-    case DType::kF32: std::memcpy(p, &x, 4); break;
+    case DType::kF32:
+      std::memcpy(p, &x, 4);
+      break;
     case DType::kF16: {
       const std::uint16_t b = f32_to_f16(x);
       std::memcpy(p, &b, 2);
@@ -69,7 +71,8 @@ State random_state(std::vector<std::int64_t> lead, std::int64_t H, std::int64_t 
     std::vector<std::int64_t> vidx = idx;
     vidx.push_back(0);
     char* row = static_cast<char*>(vp.view.element_ptr(vidx));
-    for (std::int64_t d = 0; d < D; ++d) store_float(row + d * std::int64_t(es), dtype, empty ? NAN : val(rng));
+    for (std::int64_t d = 0; d < D; ++d)
+      store_float(row + d * std::int64_t(es), dtype, empty ? NAN : val(rng));
     for (int k = int(idx.size()) - 1; k >= 0; --k) {
       if (++idx[std::size_t(k)] < sshape[std::size_t(k)]) break;
       idx[std::size_t(k)] = 0;
@@ -118,26 +121,25 @@ TEST_P(CudaMergeState, InPlaceWithAndWithoutMask) {
     const TensorView mh = use_mask ? mask.host.view() : TensorView();
     const TensorView md = use_mask ? mask.dev.view() : TensorView();
     merge_state_in_place(a.v_view, a.s_view, b.v_view, b.s_view, mh);
-    merge_state_in_place(a.v.on_dev(a.v_view), a.s.on_dev(a.s_view), b.v.on_dev(b.v_view), b.s.on_dev(b.s_view), md);
+    merge_state_in_place(a.v.on_dev(a.v_view), a.s.on_dev(a.s_view), b.v.on_dev(b.v_view),
+                         b.s.on_dev(b.s_view), md);
     EXPECT_TRUE(close_floats(a.v.host, a.v.download(), 1e-6, rel_tol(c.dtype))) << "mask " << use_mask;
     EXPECT_TRUE(close_floats(a.s.host, a.s.download(), 1e-5, 1e-6)) << "mask " << use_mask;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Cases, CudaMergeState,
-                         ::testing::Values(MergeCase{DType::kBF16, 37, 8, 128, false},
-                                           MergeCase{DType::kF16, 300, 4, 64, false},
-                                           MergeCase{DType::kF32, 50, 32, 256, false},
-                                           MergeCase{DType::kBF16, 41, 5, 128, true},
-                                           MergeCase{DType::kF16, 17, 3, 40, true},  // 80-byte rows: scalar path
-                                           MergeCase{DType::kF32, 9, 2, 1, false},
-                                           MergeCase{DType::kBF16, 0, 4, 128, false},
-                                           MergeCase{DType::kF16, 2000, 32, 128, false}),
-                         [](const auto& info) {
-                           const MergeCase& c = info.param;
-                           return std::string(dtype_name(c.dtype)) + "_n" + std::to_string(c.n) + "_h" +
-                                  std::to_string(c.H) + "_d" + std::to_string(c.D) + (c.strided ? "_strided" : "");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Cases, CudaMergeState,
+    ::testing::Values(MergeCase{DType::kBF16, 37, 8, 128, false}, MergeCase{DType::kF16, 300, 4, 64, false},
+                      MergeCase{DType::kF32, 50, 32, 256, false}, MergeCase{DType::kBF16, 41, 5, 128, true},
+                      MergeCase{DType::kF16, 17, 3, 40, true},  // 80-byte rows: scalar path
+                      MergeCase{DType::kF32, 9, 2, 1, false}, MergeCase{DType::kBF16, 0, 4, 128, false},
+                      MergeCase{DType::kF16, 2000, 32, 128, false}),
+    [](const auto& info) {
+      const MergeCase& c = info.param;
+      return std::string(dtype_name(c.dtype)) + "_n" + std::to_string(c.n) + "_h" + std::to_string(c.H) +
+             "_d" + std::to_string(c.D) + (c.strided ? "_strided" : "");
+    });
 
 TEST(CudaMergeState, TwoEmptyStatesGiveZeroAndNegInf) {
   KVINFER_SKIP_WITHOUT_GPU();
@@ -149,7 +151,8 @@ TEST(CudaMergeState, TwoEmptyStatesGiveZeroAndNegInf) {
   o.s.poison();
   merge_state(a.v.dev, a.s.dev, b.v.dev, b.s.dev, o.v.dev, o.s.dev);
   const Tensor v = o.v.download(), s = o.s.download();
-  for (std::int64_t i = 0; i < v.numel(); ++i) ASSERT_EQ(bf16_to_f32(v.data_as<std::uint16_t>()[i]), 0.f) << i;
+  for (std::int64_t i = 0; i < v.numel(); ++i)
+    ASSERT_EQ(bf16_to_f32(v.data_as<std::uint16_t>()[i]), 0.f) << i;
   for (std::int64_t i = 0; i < s.numel(); ++i) ASSERT_EQ(s.data_as<float>()[i], kNegInf) << i;
 }
 
@@ -190,8 +193,8 @@ INSTANTIATE_TEST_SUITE_P(Cases, CudaMergeStates,
                          [](const auto& info) {
                            const StatesCase& c = info.param;
                            return std::string(dtype_name(c.dtype)) + "_n" + std::to_string(c.n) + "_k" +
-                                  std::to_string(c.K) + "_h" + std::to_string(c.H) + "_d" + std::to_string(c.D) +
-                                  (c.strided ? "_strided" : "");
+                                  std::to_string(c.K) + "_h" + std::to_string(c.H) + "_d" +
+                                  std::to_string(c.D) + (c.strided ? "_strided" : "");
                          });
 
 }  // namespace

@@ -25,7 +25,8 @@ Bits random_bits(std::int64_t n, std::int64_t offset, DType dtype, Rng& rng) {
   auto* p = t.data_as<std::uint8_t>();
   std::uniform_int_distribution<int> byte(0, 255), third(0, 2);
   for (std::int64_t i = 0; i < n + offset; ++i) {
-    p[i] = dtype == DType::kBool ? std::uint8_t(byte(rng) & 1) : (third(rng) == 0 ? 0 : std::uint8_t(byte(rng)));
+    p[i] =
+        dtype == DType::kBool ? std::uint8_t(byte(rng) & 1) : (third(rng) == 0 ? 0 : std::uint8_t(byte(rng)));
   }
   const TensorView v = t.view().slice(0, offset, offset + n);
   return {Mirror(std::move(t)), v};
@@ -43,8 +44,8 @@ TEST(CudaPackbits, MatchesCpu) {
           out.poison();
           packbits(x.view, out.host, order);
           packbits(x.storage.on_dev(x.view), out.dev, order);
-          EXPECT_TRUE(out.same_bytes()) << "n " << n << ", offset " << offset << ", " << dtype_name(dtype)
-                                        << ", order " << int(order);
+          EXPECT_TRUE(out.same_bytes())
+              << "n " << n << ", offset " << offset << ", " << dtype_name(dtype) << ", order " << int(order);
         }
       }
     }
@@ -71,10 +72,10 @@ TEST(CudaSegmentPackbits, MatchesCpu) {
   KVINFER_SKIP_WITHOUT_GPU();
   Rng rng(6);
   const std::vector<std::vector<std::int32_t>> length_sets = {
-      {},                              // batch 0
-      {0, 0},                          // only empty segments
-      {1, 0, 7, 8, 9, 0, 16, 3},       // around byte boundaries, empty ones between
-      {100000, 13, 0, 65537},          // long segments
+      {},                         // batch 0
+      {0, 0},                     // only empty segments
+      {1, 0, 7, 8, 9, 0, 16, 3},  // around byte boundaries, empty ones between
+      {100000, 13, 0, 65537},     // long segments
   };
   std::vector<std::int32_t> ragged(300);
   std::uniform_int_distribution<int> len(0, 300);
@@ -92,8 +93,8 @@ TEST(CudaSegmentPackbits, MatchesCpu) {
         const SegmentPacked want = segment_packbits(x.view, indptr_h, order);
         for (const bool indptr_on_device : {true, false}) {
           const Tensor indptr_d = indptr_h.to(Device::cuda(0));
-          const SegmentPacked got =
-              segment_packbits(x.storage.on_dev(x.view), indptr_on_device ? indptr_d.view() : indptr_h.view(), order);
+          const SegmentPacked got = segment_packbits(
+              x.storage.on_dev(x.view), indptr_on_device ? indptr_d.view() : indptr_h.view(), order);
           ASSERT_TRUE(got.data.device().is_cuda());
           EXPECT_EQ(to_vector_i32(got.indptr.to(Device::cpu())), to_vector_i32(want.indptr));
           const Tensor data = got.data.to(Device::cpu());

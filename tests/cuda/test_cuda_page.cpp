@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <optional>
 #include <ostream>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "core/op_params.hpp"
 #include "cuda/gpu_test_util.hpp"
+#include "cuda/page/append.hpp"
 #include "kvinfer/ops/page.hpp"
 #include "testing/random.hpp"
 
@@ -26,21 +29,26 @@ struct AppendCase {
   std::int64_t head_dim = 128;
   DType dtype = DType::kBF16;
   KVLayout layout = KVLayout::kNHD;
-  bool combined = true;      // one 5-D tensor, else a K/V pair
-  bool strided_src = false;  // append_key/value as padded views
+  bool combined = true;        // one 5-D tensor, else a K/V pair
+  bool strided_src = false;    // append_key/value as padded views
   bool strided_cache = false;  // pair form only: padded page tensors
 };
 
-std::string case_name(const ::testing::TestParamInfo<AppendCase>& info) { return info.param.name; }
+std::string case_name(const ::testing::TestParamInfo<AppendCase>& info) {
+  return info.param.name;
+}
 // Test listings (and ctest names) show the case name, not the parameter's bytes.
-void PrintTo(const AppendCase& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const AppendCase& c, std::ostream* os) {
+  *os << c.name;
+}
 
 // Host arrays of an append: per-request indptr and the extended sequence lengths.
 struct AppendIndices {
   Tensor append_indptr, seq_lens;
   std::int64_t nnz = 0;
 };
-AppendIndices append_indices(const std::vector<std::int32_t>& prefix, const std::vector<std::int32_t>& append) {
+AppendIndices append_indices(const std::vector<std::int32_t>& prefix,
+                             const std::vector<std::int32_t>& append) {
   std::vector<std::int32_t> indptr{0}, seq;
   for (std::size_t b = 0; b < append.size(); ++b) {
     indptr.push_back(indptr.back() + append[b]);
@@ -49,11 +57,30 @@ AppendIndices append_indices(const std::vector<std::int32_t>& prefix, const std:
   return {int32_tensor(indptr), int32_tensor(seq), indptr.back()};
 }
 
-class CudaAppend : public ::testing::TestWithParam<AppendCase> {};
+// Device copies of host index arrays, kept alive for as long as the views are used
+// (the GPU reads them after the call that launched it has returned).
+struct DevicePageTable {
+  Tensor indptr, indices, last_page_len;
+  explicit DevicePageTable(const HostPageTable& t)
+      : indptr(t.indptr.to(Device::cuda(0))),
+        indices(t.indices.to(Device::cuda(0))),
+        last_page_len(t.last_page_len.to(Device::cuda(0))) {}
+  PageTable view() const { return {indptr, indices, last_page_len}; }
+};
 
-TEST_P(CudaAppend, MatchesCpu) {
-  KVINFER_SKIP_WITHOUT_GPU();
-  const AppendCase& c = GetParam();
+// The GPU append: the public entry point (default kernel), or one kernel variant
+// through the backend directly.
+void gpu_append(const TensorView& key, const TensorView& value, const TensorView& bi, const TensorView& pos,
+                const PagedKVCache& cache, const PageTable& table, std::optional<cuda::AppendKernel> kernel) {
+  if (kernel) {
+    cuda::append_paged_kv_cache_with(detail::AppendPagedKVParams{key, value, bi, pos, cache, table, nullptr},
+                                     *kernel);
+  } else {
+    append_paged_kv_cache(key, value, bi, pos, cache, table);
+  }
+}
+
+void check_append(const AppendCase& c, std::optional<cuda::AppendKernel> kernel) {
   Rng rng(0xA99E + c.page_size * 131 + c.head_dim);
   std::vector<std::int32_t> kv_lens(c.prefix_lens.size());
   for (std::size_t b = 0; b < kv_lens.size(); ++b) kv_lens[b] = c.prefix_lens[b] + c.append_lens[b];
@@ -67,8 +94,9 @@ TEST_P(CudaAppend, MatchesCpu) {
   Mirror bi_d(Tensor::empty({nnz}, DType::kI32)), pos_d(Tensor::empty({nnz}, DType::kI32));
   bi_d.poison();
   pos_d.poison();
-  get_batch_indices_positions(ai.append_indptr.to(Device::cuda(0)), ai.seq_lens.to(Device::cuda(0)), bi_d.dev,
-                              pos_d.dev);
+  const Tensor append_indptr_d = ai.append_indptr.to(Device::cuda(0)),
+               seq_lens_d = ai.seq_lens.to(Device::cuda(0));
+  get_batch_indices_positions(append_indptr_d, seq_lens_d, bi_d.dev, pos_d.dev);
   ASSERT_EQ(to_vector_i32(bi_d.download()), to_vector_i32(bi));
   ASSERT_EQ(to_vector_i32(pos_d.download()), to_vector_i32(pos));
 
@@ -86,19 +114,19 @@ TEST_P(CudaAppend, MatchesCpu) {
   auto [key_m, key_v] = make_src();
   auto [val_m, val_v] = make_src();
 
-  const Device gpu = Device::cuda(0);
-  const PageTable table_d{table.indptr.to(gpu), table.indices.to(gpu), table.last_page_len.to(gpu)};
+  const DevicePageTable table_dev(table);
+  const PageTable table_d = table_dev.view();
   const bool nhd = c.layout == KVLayout::kNHD;
   if (c.combined) {
     Mirror cache(nhd ? Tensor::empty({P, 2, S, H, D}, c.dtype) : Tensor::empty({P, 2, H, S, D}, c.dtype));
     cache.poison();
     append_paged_kv_cache(key_v, val_v, bi, pos, PagedKVCache::combined(cache.host, c.layout), table.view());
-    append_paged_kv_cache(key_m.on_dev(key_v), val_m.on_dev(val_v), bi_d.dev, pos_d.dev,
-                          PagedKVCache::combined(cache.dev, c.layout), table_d);
+    gpu_append(key_m.on_dev(key_v), val_m.on_dev(val_v), bi_d.dev, pos_d.dev,
+               PagedKVCache::combined(cache.dev, c.layout), table_d, kernel);
     EXPECT_TRUE(cache.same_bytes());
   } else {
-    const std::vector<std::int64_t> shape = nhd ? std::vector<std::int64_t>{P, S, H, D}
-                                                : std::vector<std::int64_t>{P, H, S, D};
+    const std::vector<std::int64_t> shape =
+        nhd ? std::vector<std::int64_t>{P, S, H, D} : std::vector<std::int64_t>{P, H, S, D};
     auto make_cache = [&]() {
       if (c.strided_cache) {
         Padded p = padded(shape, c.dtype, std::vector<std::int64_t>{1, 1, 1, 16});
@@ -113,8 +141,8 @@ TEST_P(CudaAppend, MatchesCpu) {
     k_m.poison();
     v_m.poison();
     append_paged_kv_cache(key_v, val_v, bi, pos, PagedKVCache::pair(k_v, v_v, c.layout), table.view());
-    append_paged_kv_cache(key_m.on_dev(key_v), val_m.on_dev(val_v), bi_d.dev, pos_d.dev,
-                          PagedKVCache::pair(k_m.on_dev(k_v), v_m.on_dev(v_v), c.layout), table_d);
+    gpu_append(key_m.on_dev(key_v), val_m.on_dev(val_v), bi_d.dev, pos_d.dev,
+               PagedKVCache::pair(k_m.on_dev(k_v), v_m.on_dev(v_v), c.layout), table_d, kernel);
     EXPECT_TRUE(k_m.same_bytes());
     EXPECT_TRUE(v_m.same_bytes());
   }
@@ -130,7 +158,8 @@ std::vector<AppendCase> append_cases() {
       {"e4m3_nhd_combined_p16_d256", pre8, app8, 16, 2, 256, DType::kE4M3},
       {"e5m2_hnd_pair_p5_strided", pre8, app8, 5, 3, 64, DType::kE5M2, KVLayout::kHND, false, true, true},
       {"bf16_nhd_strided_src", pre8, app8, 16, 8, 128, DType::kBF16, KVLayout::kNHD, true, true},
-      {"bf16_nhd_pair_strided_cache_p5", pre8, app8, 5, 8, 128, DType::kBF16, KVLayout::kNHD, false, true, true},
+      {"bf16_nhd_pair_strided_cache_p5", pre8, app8, 5, 8, 128, DType::kBF16, KVLayout::kNHD, false, true,
+       true},
       // Odd row sizes narrow the vectors to 2 and 1 bytes.
       {"f16_nhd_d5", pre8, app8, 16, 3, 5, DType::kF16},
       {"e4m3_hnd_d7_p5", pre8, app8, 5, 2, 7, DType::kE4M3, KVLayout::kHND},
@@ -145,7 +174,39 @@ std::vector<AppendCase> append_cases() {
   return cs;
 }
 
+class CudaAppend : public ::testing::TestWithParam<AppendCase> {};
+
+TEST_P(CudaAppend, MatchesCpu) {
+  KVINFER_SKIP_WITHOUT_GPU();
+  check_append(GetParam(), std::nullopt);
+}
+
 INSTANTIATE_TEST_SUITE_P(Cases, CudaAppend, ::testing::ValuesIn(append_cases()), case_name);
+
+// Every kernel variant on the cases that allow 16-byte vectors (the others always
+// take the narrow register kernel).
+class CudaAppendKernels : public ::testing::TestWithParam<std::tuple<AppendCase, cuda::AppendKernel>> {};
+
+TEST_P(CudaAppendKernels, MatchesCpu) {
+  KVINFER_SKIP_WITHOUT_GPU();
+  check_append(std::get<0>(GetParam()), std::get<1>(GetParam()));
+}
+
+std::vector<AppendCase> vector16_cases() {
+  std::vector<AppendCase> out;
+  for (const AppendCase& c : append_cases()) {
+    if (c.name.find("bf16") == 0 || c.name.find("f32") == 0 || c.name.find("e4m3_nhd") == 0) out.push_back(c);
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Variants, CudaAppendKernels,
+                         ::testing::Combine(::testing::ValuesIn(vector16_cases()),
+                                            ::testing::ValuesIn(cuda::kAllAppendKernels)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param).name + "_" +
+                                  std::string(cuda::append_kernel_name(std::get<1>(info.param)));
+                         });
 
 // MLA: ckv 512 + kpe 64 in one tensor (strided views), as a pair, and without kpe.
 using MlaCase = std::tuple<int, std::int64_t, DType>;  // form, page_size, dtype
@@ -171,7 +232,8 @@ TEST_P(CudaAppendMla, MatchesCpu) {
   get_batch_indices_positions(ai.append_indptr, ai.seq_lens, bi, pos);
   const Device gpu = Device::cuda(0);
   const Tensor bi_d = bi.to(gpu), pos_d = pos.to(gpu);
-  const PageTable table_d{table.indptr.to(gpu), table.indices.to(gpu), table.last_page_len.to(gpu)};
+  const DevicePageTable table_dev(table);
+  const PageTable table_d = table_dev.view();
 
   // append_ckv as a padded view, append_kpe contiguous.
   Padded ckv_p = padded({nnz, kMlaHeadDimCkv}, dtype, {0, 8});
@@ -185,7 +247,8 @@ TEST_P(CudaAppendMla, MatchesCpu) {
     Mirror cache(Tensor::empty({P, page_size, kMlaHeadDimCkv + kMlaHeadDimKpe}, dtype));
     cache.poison();
     append_paged_mla_kv_cache(ckv_p.view, kpe_h, bi, pos, MLACache::combined(cache.host), table.view());
-    append_paged_mla_kv_cache(ckv_m.on_dev(ckv_p.view), kpe_dv, bi_d, pos_d, MLACache::combined(cache.dev), table_d);
+    append_paged_mla_kv_cache(ckv_m.on_dev(ckv_p.view), kpe_dv, bi_d, pos_d, MLACache::combined(cache.dev),
+                              table_d);
     EXPECT_TRUE(cache.same_bytes());
   } else {
     Mirror ckv_c(Tensor::empty({P, page_size, kMlaHeadDimCkv}, dtype));
@@ -195,8 +258,8 @@ TEST_P(CudaAppendMla, MatchesCpu) {
     const TensorView kpe_ch = form == 2 ? TensorView() : kpe_c.host.view();
     const TensorView kpe_cd = form == 2 ? TensorView() : kpe_c.dev.view();
     append_paged_mla_kv_cache(ckv_p.view, kpe_h, bi, pos, MLACache::pair(ckv_c.host, kpe_ch), table.view());
-    append_paged_mla_kv_cache(ckv_m.on_dev(ckv_p.view), kpe_dv, bi_d, pos_d, MLACache::pair(ckv_c.dev, kpe_cd),
-                              table_d);
+    append_paged_mla_kv_cache(ckv_m.on_dev(ckv_p.view), kpe_dv, bi_d, pos_d,
+                              MLACache::pair(ckv_c.dev, kpe_cd), table_d);
     EXPECT_TRUE(ckv_c.same_bytes());
     EXPECT_TRUE(kpe_c.same_bytes());  // untouched (still poison) when there is no kpe
   }
@@ -214,7 +277,8 @@ TEST(CudaIndices, BatchIndicesPositionsMatchCpu) {
   KVINFER_SKIP_WITHOUT_GPU();
   Rng rng(77);
   for (const std::int64_t batch : {0, 1, 7, 300}) {
-    std::vector<std::int32_t> prefix(static_cast<std::size_t>(batch)), append(static_cast<std::size_t>(batch));
+    std::vector<std::int32_t> prefix(static_cast<std::size_t>(batch)),
+        append(static_cast<std::size_t>(batch));
     std::uniform_int_distribution<int> len(0, 300), pre(0, 1000);
     for (std::int64_t b = 0; b < batch; ++b) {
       append[std::size_t(b)] = b % 5 == 0 ? 0 : len(rng);  // some requests append nothing
@@ -228,8 +292,9 @@ TEST(CudaIndices, BatchIndicesPositionsMatchCpu) {
     Mirror bi_d(Tensor::empty({ai.nnz}, DType::kI32)), pos_d(Tensor::empty({ai.nnz}, DType::kI32));
     bi_d.poison();
     pos_d.poison();
-    get_batch_indices_positions(ai.append_indptr.to(Device::cuda(0)), ai.seq_lens.to(Device::cuda(0)), bi_d.dev,
-                                pos_d.dev);
+    const Tensor append_indptr_d = ai.append_indptr.to(Device::cuda(0)),
+                 seq_lens_d = ai.seq_lens.to(Device::cuda(0));
+    get_batch_indices_positions(append_indptr_d, seq_lens_d, bi_d.dev, pos_d.dev);
     EXPECT_EQ(to_vector_i32(bi_d.download()), to_vector_i32(bi)) << "batch " << batch;
     EXPECT_EQ(to_vector_i32(pos_d.download()), to_vector_i32(pos)) << "batch " << batch;
   }
@@ -250,8 +315,10 @@ TEST(CudaIndices, SeqLensMatchCpu) {
       EXPECT_EQ(to_vector_i32(lens), kv_lens);
       Mirror lens_d(Tensor::empty({batch}, DType::kI32));
       lens_d.poison();
-      get_seq_lens(table.indptr.to(Device::cuda(0)), table.last_page_len.to(Device::cuda(0)), page_size, lens_d.dev);
-      EXPECT_EQ(to_vector_i32(lens_d.download()), kv_lens) << "page_size " << page_size << ", batch " << batch;
+      const DevicePageTable table_dev(table);
+      get_seq_lens(table_dev.indptr, table_dev.last_page_len, page_size, lens_d.dev);
+      EXPECT_EQ(to_vector_i32(lens_d.download()), kv_lens)
+          << "page_size " << page_size << ", batch " << batch;
     }
   }
 }

@@ -128,8 +128,18 @@ TEST(Schedule, SplitsFewLongRequestsAcrossTheGpu) {
                    .q_tile_rows = 16};
   const Schedule s = make_schedule(in, DeviceProfile::h200());
   EXPECT_GT(s.requests[0].num_chunks, 16);
-  EXPECT_LE(std::int64_t(s.items.size()), DeviceProfile::h200().concurrent_items());
+  EXPECT_GE(std::int64_t(s.items.size()), DeviceProfile::h200().concurrent_items());  // fills the GPU
+  EXPECT_GE(s.kv_chunk_tokens, in.min_chunk_tokens);
   EXPECT_EQ(s.kv_chunk_tokens % 16, 0);
+  // One long and many one-token requests: the long one is split too, so that its
+  // KV heads do not run alone after the others finish.
+  std::vector<std::int32_t> qo_skew(64, 1), kv_skew(64, 1);
+  kv_skew[0] = 64 * 4096 - 63;
+  in.qo_lens = qo_skew;
+  in.kv_lens = kv_skew;
+  const Schedule skew = make_schedule(in, DeviceProfile::h200());
+  EXPECT_GT(skew.requests[0].num_chunks, 32);
+  EXPECT_EQ(skew.requests[1].num_chunks, 1);
   // Many requests already fill the GPU: no split.
   std::vector<std::int32_t> qo2(256, 1), kv2(256, 1024);
   in.qo_lens = qo2;

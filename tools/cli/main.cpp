@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = kvinfer::cli::kExitOk;
   kvinfer::cli::add_info_command(app, exit_code);
+  kvinfer::cli::add_serve_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

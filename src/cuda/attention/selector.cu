@@ -1,20 +1,175 @@
 // SPDX-License-Identifier: Apache-2.0
-// Kernel selection for attention on the GPU. No attention kernel instances are
-// compiled yet: every configuration is reported as unsupported.
+// The attention kernel selector: one registry of compiled instances (generated
+// from cmake/KvinferInstances.cmake), read both to plan (select_kernel) and to
+// launch (run_attention), so "supported" and "launchable" cannot drift.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
 #include <string>
 
 #include "cuda/attention.hpp"
+#include "cuda/attention/attention_kernel_params.cuh"
+#include "cuda/attention/merge_partials.hpp"
+#include "cuda/check.cuh"
+#include "cuda/common/launch.cuh"
 #include "kvinfer/core/error.hpp"
+#include "kvinfer/layout/paged_kv_cache.hpp"
 
 namespace kvinfer::cuda {
 
-std::int32_t q_tile_rows(const detail::AttentionProblem& problem) {
-  throw Error("attention", "device", "cuda",
-              "no CUDA attention kernel is compiled for head_dim " + std::to_string(problem.head_dim_qk) + "/" +
-                  std::to_string(problem.head_dim_vo) + " with " + std::string(dtype_name(problem.q_dtype)) +
-                  " q and " + std::string(dtype_name(problem.kv_dtype)) + " KV; use the CPU backend");
+// Declarations of the instances' launch functions (defined in decode_kernel.cuh).
+template <class TQ, class TKV, class TO, int D>
+void launch_decode(const AttentionKernelParams& p, int q_tile_rows, std::int64_t grid, cudaStream_t stream);
+template <class TQ, class TKV, class TO, int D>
+int decode_occupancy(int q_tile_rows);
+
+namespace {
+
+using LaunchFn = void (*)(const AttentionKernelParams&, int, std::int64_t, cudaStream_t);
+using OccupancyFn = int (*)(int);
+
+struct DecodeInstance {
+  DType q, kv;
+  int head_dim;
+  LaunchFn launch;
+  OccupancyFn occupancy;
+};
+
+#define KVINFER_DECODE_INSTANCE(TQ, QD, TKV, KVD, D) \
+  {DType::QD, DType::KVD, D, &launch_decode<TQ, TKV, TQ, D>, &decode_occupancy<TQ, TKV, TQ, D>},
+constexpr DecodeInstance kDecodeInstances[] = {
+#include "decode_instances.inc"
+    {DType::kBool, DType::kBool, 0, nullptr, nullptr},  // end marker: a preset may list none
+};
+#undef KVINFER_DECODE_INSTANCE
+
+std::string describe(const detail::AttentionProblem& pr) {
+  return std::string(dtype_name(pr.q_dtype)) + " q, " + std::string(dtype_name(pr.kv_dtype)) + " KV, head_dim " +
+         std::to_string(pr.head_dim_qk) + (pr.head_dim_vo != pr.head_dim_qk ? "/" + std::to_string(pr.head_dim_vo) : "");
 }
 
-void run_attention(const detail::AttentionParams& p) { q_tile_rows(p.problem); }
+// The decode kernel runs problems whose requests have one query row each.
+bool is_decode_problem(const detail::AttentionProblem& pr) {
+  return pr.max_qo_len <= 1 && pr.mask_mode != MaskMode::kCustom && pr.head_dim_qk == pr.head_dim_vo &&
+         pr.q_dtype == pr.o_dtype;
+}
+
+const DecodeInstance* find_decode(const detail::AttentionProblem& pr) {
+  for (const DecodeInstance& inst : kDecodeInstances) {
+    if (inst.launch && inst.q == pr.q_dtype && inst.kv == pr.kv_dtype && inst.head_dim == pr.head_dim_qk) return &inst;
+  }
+  return nullptr;
+}
+
+int decode_tile_rows(std::int64_t group) {
+  int rows = 1;
+  while (rows < group && rows < 8) rows *= 2;
+  return rows;
+}
+
+const DecodeInstance& require_decode(const detail::AttentionProblem& pr) {
+  if (!is_decode_problem(pr)) {
+    throw Error("attention", "device", "cuda",
+                "the CUDA backend has no prefill kernel yet: it runs problems with one query row per request "
+                "(decode), without a custom mask, with equal q/o dtypes and head_dim_qk == head_dim_vo; got " +
+                    describe(pr) + " with up to " + std::to_string(pr.max_qo_len) + " query rows per request");
+  }
+  const DecodeInstance* inst = find_decode(pr);
+  if (inst == nullptr) {
+    throw Error("attention", "kernel", describe(pr),
+                "no CUDA decode kernel for this configuration is compiled in the '" KVINFER_INSTANCE_PRESET
+                "' instance preset; configure with -DKVINFER_INSTANCES=default (fp16/bf16 q, fp16/bf16/fp8 KV, "
+                "head_dim 64/128/256) or full");
+  }
+  return *inst;
+}
+
+}  // namespace
+
+KernelTraits select_kernel(const detail::AttentionProblem& pr, int device) {
+  const DecodeInstance& inst = require_decode(pr);
+  const int rows = decode_tile_rows(pr.group_size());
+  KVINFER_CUDA_CHECK(cudaSetDevice(device));
+  return {rows, std::max(1, inst.occupancy(rows))};
+}
+
+AttentionKernelParams make_kernel_params(const detail::AttentionParams& p) {
+  const detail::AttentionProblem& pr = p.problem;
+  AttentionKernelParams k{};
+  k.q = p.q.data();
+  k.q_stride_n = p.q.stride(0);
+  k.q_stride_h = p.q.stride(1);
+  k.o = p.o.data();
+  k.o_stride_n = p.o.stride(0);
+  k.o_stride_h = p.o.stride(1);
+  if (p.lse.defined()) {
+    k.lse = p.lse.data_as<float>();
+    k.lse_stride_n = p.lse.stride(0);
+    k.lse_stride_h = p.lse.stride(1);
+  }
+  k.k = p.k.data();
+  k.v = p.v.data();
+  if (pr.storage == detail::KVStorage::kPaged) {
+    const PageStrides ks = page_strides(p.k, pr.layout), vs = page_strides(p.v, pr.layout);
+    k.k_stride_page = ks.page;
+    k.k_stride_token = ks.token;
+    k.k_stride_head = ks.head;
+    k.v_stride_page = vs.page;
+    k.v_stride_token = vs.token;
+    k.v_stride_head = vs.head;
+    k.kv_indices = p.kv_indices.data_as<const std::int32_t>();
+    k.page_size = FastDivmod(std::uint32_t(pr.page_size));
+  } else {
+    const bool nhd = pr.layout == KVLayout::kNHD;
+    k.k_stride_token = p.k.stride(nhd ? 0 : 1);
+    k.k_stride_head = p.k.stride(nhd ? 1 : 0);
+    k.v_stride_token = p.v.stride(nhd ? 0 : 1);
+    k.v_stride_head = p.v.stride(nhd ? 1 : 0);
+  }
+  k.requests = p.requests;
+  k.items = p.items;
+  k.merge_tokens = p.merge_tokens;
+  k.counts = p.counts;
+  k.partial_o = p.partial_o;
+  k.partial_lse = p.partial_lse;
+  k.num_qo_heads = std::int32_t(pr.num_qo_heads);
+  k.group_size = std::int32_t(pr.group_size());
+  k.sm_scale = p.sm_scale;
+  k.sm_scale_log2 = p.sm_scale * 1.4426950408889634f;
+  k.logits_soft_cap = pr.logits_soft_cap;
+  k.v_scale = p.v_scale;
+  k.rope = pr.pos_encoding == PosEncoding::kRopeLlama;
+  k.rope_rcp_scale = pr.rope_rcp_scale;
+  k.rope_rcp_theta = pr.rope_rcp_theta;
+  k.alibi_slopes = pr.pos_encoding == PosEncoding::kAlibi ? p.alibi_slopes : nullptr;
+  return k;
+}
+
+void run_attention(const detail::AttentionParams& p) {
+  const detail::AttentionProblem& pr = p.problem;
+  const DecodeInstance& inst = require_decode(pr);
+  // Vector loads need 16-byte (8 elements) alignment of every row.
+  const auto aligned = [](const TensorView& t, int dims) {
+    if (reinterpret_cast<std::uintptr_t>(t.data()) % (8 * t.element_size()) != 0) return false;
+    for (int d = 0; d < dims; ++d)
+      if (t.stride(d) % 8 != 0) return false;
+    return true;
+  };
+  for (auto [name, t, dims] : {std::tuple{"q", &p.q, 2}, std::tuple{"out", &p.o, 2}, std::tuple{"k", &p.k, p.k.rank() - 1},
+                               std::tuple{"v", &p.v, p.v.rank() - 1}}) {
+    if (!aligned(*t, dims)) {
+      throw Error("attention", name, t->describe(),
+                  "the CUDA kernels need rows aligned to 8 elements (pointer and every stride but the last)");
+    }
+  }
+  const AttentionKernelParams k = make_kernel_params(p);
+  const cudaStream_t stream = to_cuda_stream(p.stream);
+  if (p.max_items > 0) {
+    inst.launch(k, p.q_tile_rows, p.max_items, stream);
+    KVINFER_CUDA_CHECK_LAUNCH();
+  }
+  launch_merge_partials(k, pr.o_dtype, int(pr.head_dim_vo), p.max_merge_tokens, stream);
+}
 
 }  // namespace kvinfer::cuda

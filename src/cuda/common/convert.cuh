@@ -11,9 +11,15 @@
 
 namespace kvinfer::cuda {
 
-__device__ __forceinline__ float to_float(float x) { return x; }
-__device__ __forceinline__ float to_float(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+__device__ __forceinline__ float to_float(float x) {
+  return x;
+}
+__device__ __forceinline__ float to_float(__half x) {
+  return __half2float(x);
+}
+__device__ __forceinline__ float to_float(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
 
 // Round to nearest even, as the CPU backend's f32_to_f16 / f32_to_bf16.
 template <class T>
@@ -35,10 +41,14 @@ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
 template <class F>
 decltype(auto) dispatch_float_dtype(DType dtype, std::string_view op, F&& f) {
   switch (dtype) {
-    case DType::kF32: return f(float{});
-    case DType::kF16: return f(__half{});
-    case DType::kBF16: return f(__nv_bfloat16{});
-    default: break;
+    case DType::kF32:
+      return f(float{});
+    case DType::kF16:
+      return f(__half{});
+    case DType::kBF16:
+      return f(__nv_bfloat16{});
+    default:
+      break;
   }
   throw Error(op, "dtype", dtype_name(dtype), "the CUDA backend supports float32, float16 and bfloat16 here");
 }

@@ -13,7 +13,9 @@
 
 namespace kvinfer::cuda {
 
-inline cudaStream_t to_cuda_stream(Stream s) { return static_cast<cudaStream_t>(s); }
+inline cudaStream_t to_cuda_stream(Stream s) {
+  return static_cast<cudaStream_t>(s);
+}
 
 // Every launch is followed by this: launch-configuration errors surface here, at the
 // call that caused them, rather than at a later unrelated call.

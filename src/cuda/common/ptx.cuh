@@ -73,11 +73,15 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
 }
 
 // cp.async.commit_group: closes the group of this thread's cp.async issued so far.
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
 
 // cp.async.wait_all: waits for all of this thread's cp.async (they are then visible
 // to this thread; other threads need a barrier too).
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.wait_all;" ::: "memory");
+}
 
 // prefetch.global.L2: brings the line holding p into L2, no register result.
 __device__ __forceinline__ void prefetch_l2(const void* p) {

@@ -24,10 +24,10 @@ constexpr int kThreads = 128;
 // __syncwarp can order the LSE reads of all lanes before the LSE write of an
 // in-place merge (s_out == s_a).
 struct RowMap {
-  std::uint32_t rows;     // n * heads
-  FastDivmod heads;       // row -> (token, head)
-  int log2_group;         // lanes per row = 1 << log2_group
-  int chunks;             // head_dim / vector elements
+  std::uint32_t rows;  // n * heads
+  FastDivmod heads;    // row -> (token, head)
+  int log2_group;      // lanes per row = 1 << log2_group
+  int chunks;          // head_dim / vector elements
 };
 
 // Element strides of a [n, heads, head_dim] (or [n, K, heads, head_dim]) tensor.
@@ -106,10 +106,10 @@ __global__ void __launch_bounds__(kThreads) merge_state_kernel(const __grid_cons
 }
 
 struct MergeStatesArgs {
-  const void* v;   // [n, K, heads, head_dim]
-  const float* s;  // [n, K, heads]
-  void* v_out;     // [n, heads, head_dim]
-  float* s_out;    // [n, heads]
+  const void* v;                  // [n, K, heads, head_dim]
+  const float* s;                 // [n, K, heads]
+  void* v_out;                    // [n, heads, head_dim]
+  float* s_out;                   // [n, heads]
   std::int64_t v_state, s_state;  // element strides of dim K
   Strides2 vi, si, vo, so;
   int num_states;  // K
@@ -238,7 +238,8 @@ void merge_states(const detail::MergeStatesParams& p) {
   a.so = strides_of(p.s_out, 0, 1);
   a.num_states = int(num_states);
   const std::size_t es = p.v.element_size();
-  const int vec = vector_elems(es, head_dim, {a.v, a.v_out}, {a.v_state, a.vi.row, a.vi.head, a.vo.row, a.vo.head});
+  const int vec =
+      vector_elems(es, head_dim, {a.v, a.v_out}, {a.v_state, a.vi.row, a.vi.head, a.vo.row, a.vo.head});
   a.map = make_row_map(op, n, heads, head_dim / vec);
   const unsigned grid = grid_for_rows(a.map);
   const cudaStream_t s = to_cuda_stream(p.stream);

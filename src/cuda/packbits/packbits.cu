@@ -46,7 +46,7 @@ template <bool kAligned>
 __global__ void __launch_bounds__(kThreads)
     packbits_kernel(const std::uint8_t* __restrict__ x,  // [n]
                     std::int64_t n, bool big,
-                    std::uint8_t* __restrict__ out) {     // [ceil(n / 8)]
+                    std::uint8_t* __restrict__ out) {  // [ceil(n / 8)]
   const std::int64_t num_bytes = (n + 7) / 8;
   for (std::int64_t i = blockIdx.x * std::int64_t(kThreads) + threadIdx.x; i < num_bytes;
        i += std::int64_t(gridDim.x) * kThreads) {
@@ -64,11 +64,11 @@ __global__ void __launch_bounds__(kThreads)
 // One output byte per thread; its segment comes from a binary search of the byte
 // indptr (a segment's bytes are contiguous and segments may be empty).
 __global__ void __launch_bounds__(kThreads)
-    segment_packbits_kernel(const std::uint8_t* __restrict__ x,             // [indptr[batch_size]]
-                            const std::int32_t* __restrict__ indptr,        // [batch_size + 1] elements
-                            const std::int32_t* __restrict__ out_indptr,    // [batch_size + 1] bytes
+    segment_packbits_kernel(const std::uint8_t* __restrict__ x,           // [indptr[batch_size]]
+                            const std::int32_t* __restrict__ indptr,      // [batch_size + 1] elements
+                            const std::int32_t* __restrict__ out_indptr,  // [batch_size + 1] bytes
                             std::int32_t batch_size, std::int64_t num_bytes, bool big,
-                            std::uint8_t* __restrict__ out) {               // [num_bytes]
+                            std::uint8_t* __restrict__ out) {  // [num_bytes]
   for (std::int64_t i = blockIdx.x * std::int64_t(kThreads) + threadIdx.x; i < num_bytes;
        i += std::int64_t(gridDim.x) * kThreads) {
     // Largest b with out_indptr[b] <= i; out_indptr[batch_size] = num_bytes > i.

@@ -11,42 +11,82 @@
 
 #include "cuda/common/fast_divmod.cuh"
 #include "cuda/common/launch.cuh"
+#include "cuda/common/ptx.cuh"
 #include "cuda/common/vec.cuh"
 #include "cuda/ops.hpp"
+#include "cuda/page/append.hpp"
 
 namespace kvinfer::cuda {
 namespace {
 
 // One source tensor and its destination in the cache; all strides in bytes.
 struct ScatterPart {
-  const char* src;              // [nnz, heads, row_bytes]
-  char* dst;                    // pages, addressed by (page, slot, head)
+  const char* src;  // [nnz, heads, row_bytes]
+  char* dst;        // pages, addressed by (page, slot, head)
   std::int64_t src_token, src_head;
   std::int64_t dst_page, dst_slot, dst_head;
-  FastDivmod items_per_token;   // heads * chunks_per_row
-  FastDivmod chunks_per_row;    // row_bytes / vector width
-  std::uint32_t total;          // nnz * items_per_token
+  FastDivmod items_per_token;  // heads * chunks_per_row
+  FastDivmod chunks_per_row;   // row_bytes / vector width
+  std::uint32_t total;         // nnz * items_per_token
 };
 
 // K and V (or ckv and kpe): two parts in one launch, so that small appends pay one
 // launch and every thread has independent loads in flight.
 struct ScatterParams {
   ScatterPart part[2];
-  std::uint32_t total;               // part[0].total + part[1].total
+  std::uint32_t total;                // part[0].total + part[1].total
   const std::int32_t* batch_indices;  // [nnz]
   const std::int32_t* positions;      // [nnz]
   const std::int32_t* indptr;         // [batch_size + 1] pages
   const std::int32_t* indices;        // [indptr[batch_size]] page ids
+  std::uint32_t indptr_len, indices_len;
   FastDivmod page_size;
 };
 
-constexpr int kThreads = 128;
-// Vectors per thread, all loaded before the first store: with 16-byte vectors a
-// thread keeps 64 bytes in flight, ~128 KiB per multiprocessor at full occupancy,
-// well above what HBM latency x bandwidth per multiprocessor asks (~30 KiB).
-constexpr int kUnroll = 4;
+// Computes the source of item i (a vector of one row of one token) and starts its
+// index chain; the destination needs three dependent loads (token -> request and
+// position -> the request's first page -> the page id).
+struct ItemAddr {
+  const char* src;
+  std::uint32_t t, h, c;
+  bool second;  // item of part[1]
+};
 
-template <int kVec>
+__device__ __forceinline__ ItemAddr locate_src(const ScatterParams& p, std::uint32_t i, int vec) {
+  const bool second = i >= p.part[0].total;
+  const ScatterPart& part = second ? p.part[1] : p.part[0];
+  if (second) i -= p.part[0].total;
+  std::uint32_t r, c;
+  const std::uint32_t t = part.items_per_token.divmod(i, &r);
+  const std::uint32_t h = part.chunks_per_row.divmod(r, &c);
+  return {part.src + t * part.src_token + h * part.src_head + std::int64_t(c) * vec, t, h, c, second};
+}
+
+__device__ __forceinline__ char* locate_dst(const ScatterParams& p, const ItemAddr& a, int vec) {
+  const std::int32_t b = __ldg(p.batch_indices + a.t);
+  const std::uint32_t pos = std::uint32_t(__ldg(p.positions + a.t));
+  std::uint32_t slot;
+  const std::uint32_t page_in_request = p.page_size.divmod(pos, &slot);
+  const std::int64_t page = __ldg(p.indices + __ldg(p.indptr + b) + page_in_request);
+  const ScatterPart& part = a.second ? p.part[1] : p.part[0];
+  return part.dst + page * part.dst_page + std::int64_t(slot) * part.dst_slot + a.h * part.dst_head +
+         std::int64_t(a.c) * vec;
+}
+
+// With a cold L2 the index chain costs three HBM latencies; the page table is small,
+// so every block first asks L2 for its share of it, and the chain's second and third
+// loads then hit L2.
+__device__ __forceinline__ void prefetch_page_table(const ScatterParams& p, int threads) {
+  const std::uint32_t lines_indptr = (p.indptr_len * 4 + 127) / 128;
+  const std::uint32_t lines = lines_indptr + (p.indices_len * 4 + 127) / 128;
+  for (std::uint32_t k = blockIdx.x * threads + threadIdx.x; k < lines; k += gridDim.x * threads) {
+    ptx::prefetch_l2(k < lines_indptr ? static_cast<const void*>(p.indptr + 32 * k)
+                                      : static_cast<const void*>(p.indices + 32 * (k - lines_indptr)));
+  }
+}
+
+// Vectors staged in registers: all kUnroll loads are issued before the first store.
+template <int kVec, int kThreads, int kUnroll>
 __global__ void __launch_bounds__(kThreads) paged_scatter_kernel(const __grid_constant__ ScatterParams p) {
   using V = typename RawVec<kVec>::Type;
   const std::uint32_t base = blockIdx.x * (kThreads * kUnroll) + threadIdx.x;
@@ -54,29 +94,45 @@ __global__ void __launch_bounds__(kThreads) paged_scatter_kernel(const __grid_co
   char* dst[kUnroll];
 #pragma unroll
   for (int j = 0; j < kUnroll; ++j) {
-    std::uint32_t i = base + j * kThreads;
+    const std::uint32_t i = base + j * kThreads;
     dst[j] = nullptr;
     if (i >= p.total) continue;
-    const bool second = i >= p.part[0].total;
-    const ScatterPart& part = second ? p.part[1] : p.part[0];
-    if (second) i -= p.part[0].total;
-    std::uint32_t r, c;
-    const std::uint32_t t = part.items_per_token.divmod(i, &r);
-    const std::uint32_t h = part.chunks_per_row.divmod(r, &c);
-    // The data load does not depend on the page table: issue it first so that it
-    // overlaps the dependent index loads below.
-    data[j] = load_ro<kVec>(part.src + t * part.src_token + h * part.src_head + std::int64_t(c) * kVec);
-    const std::int32_t b = __ldg(p.batch_indices + t);
-    const std::uint32_t pos = std::uint32_t(__ldg(p.positions + t));
-    std::uint32_t slot;
-    const std::uint32_t page_in_request = p.page_size.divmod(pos, &slot);
-    const std::int64_t page = __ldg(p.indices + __ldg(p.indptr + b) + page_in_request);
-    dst[j] = part.dst + page * part.dst_page + std::int64_t(slot) * part.dst_slot + h * part.dst_head +
-             std::int64_t(c) * kVec;
+    const ItemAddr a = locate_src(p, i, kVec);
+    // The data load does not depend on the page table: it overlaps the index chain.
+    data[j] = load_ro<kVec>(a.src);
+    dst[j] = locate_dst(p, a, kVec);
   }
 #pragma unroll
   for (int j = 0; j < kUnroll; ++j) {
     if (dst[j] != nullptr) store<kVec>(dst[j], data[j]);
+  }
+}
+
+// 16-byte vectors staged in shared memory by cp.async: a thread keeps kUnroll
+// vectors in flight without holding registers for them, so one wave of blocks can
+// have the whole append in flight. Each thread reads back only its own slots, so
+// cp.async.wait_all suffices (no barrier).
+template <int kThreads, int kUnroll>
+__global__ void __launch_bounds__(kThreads)
+    paged_scatter_async_kernel(const __grid_constant__ ScatterParams p) {
+  __shared__ uint4 stage[kUnroll][kThreads];  // (unroll, thread)
+  prefetch_page_table(p, kThreads);
+  const std::uint32_t base = blockIdx.x * (kThreads * kUnroll) + threadIdx.x;
+  char* dst[kUnroll];
+#pragma unroll
+  for (int j = 0; j < kUnroll; ++j) {
+    const std::uint32_t i = base + j * kThreads;
+    dst[j] = nullptr;
+    if (i >= p.total) continue;
+    const ItemAddr a = locate_src(p, i, 16);
+    ptx::cp_async_16(&stage[j][threadIdx.x], a.src);
+    dst[j] = locate_dst(p, a, 16);
+  }
+  ptx::cp_async_commit();
+  ptx::cp_async_wait_all();
+#pragma unroll
+  for (int j = 0; j < kUnroll; ++j) {
+    if (dst[j] != nullptr) ptx::st_v4(dst[j], stage[j][threadIdx.x]);
   }
 }
 
@@ -85,13 +141,13 @@ struct PartDesc {
   const void* src;
   void* dst;
   std::int64_t nnz, heads, row_bytes;
-  std::int64_t src_token, src_head;            // bytes
-  std::int64_t dst_page, dst_slot, dst_head;   // bytes
+  std::int64_t src_token, src_head;           // bytes
+  std::int64_t dst_page, dst_slot, dst_head;  // bytes
 };
 
 void launch_scatter(std::string_view op, PartDesc* parts, int num_parts, const PageTable& table,
                     const TensorView& batch_indices, const TensorView& positions, std::int64_t page_size,
-                    Stream stream) {
+                    Stream stream, AppendKernel kernel) {
   std::uint64_t align_bits = 0;
   for (int k = 0; k < num_parts; ++k) {
     PartDesc& d = parts[k];
@@ -134,7 +190,8 @@ void launch_scatter(std::string_view op, PartDesc* parts, int num_parts, const P
     total += items;
   }
   if (total >= (std::uint64_t(1) << 31)) {
-    throw Error(op, "nnz", std::to_string(parts[0].nnz), "the append is too large for one launch (2^31 vectors)");
+    throw Error(op, "nnz", std::to_string(parts[0].nnz),
+                "the append is too large for one launch (2^31 vectors)");
   }
   if (total == 0) return;
   p.total = std::uint32_t(total);
@@ -144,21 +201,70 @@ void launch_scatter(std::string_view op, PartDesc* parts, int num_parts, const P
   p.indices = table.indices.data_as<const std::int32_t>();
   p.page_size = FastDivmod(std::uint32_t(page_size));
 
-  const unsigned grid = grid_for(std::int64_t(total), kThreads * kUnroll);
+  p.indptr_len = std::uint32_t(table.indptr.size(0));
+  p.indices_len = std::uint32_t(table.indices.size(0));
+
   const cudaStream_t s = to_cuda_stream(stream);
-  switch (vec) {
-    case 16: paged_scatter_kernel<16><<<grid, kThreads, 0, s>>>(p); break;
-    case 8: paged_scatter_kernel<8><<<grid, kThreads, 0, s>>>(p); break;
-    case 4: paged_scatter_kernel<4><<<grid, kThreads, 0, s>>>(p); break;
-    case 2: paged_scatter_kernel<2><<<grid, kThreads, 0, s>>>(p); break;
-    default: paged_scatter_kernel<1><<<grid, kThreads, 0, s>>>(p); break;
+  // Blocks of kThreads threads with kUnroll vectors each.
+  auto launch = [&](auto kernel, int threads, int unroll) {
+    kernel<<<grid_for(std::int64_t(total), threads * unroll), threads, 0, s>>>(p);
+  };
+  if (vec == 16) {
+    switch (kernel) {
+      case AppendKernel::kRegisters4:
+        launch(paged_scatter_kernel<16, 128, 4>, 128, 4);
+        break;
+      case AppendKernel::kRegisters8:
+        launch(paged_scatter_kernel<16, 128, 8>, 128, 8);
+        break;
+      case AppendKernel::kAsync8Prefetch:
+        launch(paged_scatter_async_kernel<256, 8>, 256, 8);
+        break;
+    }
+  } else {
+    switch (vec) {
+      case 8:
+        launch(paged_scatter_kernel<8, 128, 4>, 128, 4);
+        break;
+      case 4:
+        launch(paged_scatter_kernel<4, 128, 4>, 128, 4);
+        break;
+      case 2:
+        launch(paged_scatter_kernel<2, 128, 4>, 128, 4);
+        break;
+      default:
+        launch(paged_scatter_kernel<1, 128, 4>, 128, 4);
+        break;
+    }
   }
   KVINFER_CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace
 
+// Measured on the H200 (bench/NOTES.md, 5000-token append, cold L2): registers_x4
+// 13.1 us, cp_async_x8_prefetch 13.5 us, registers_x8 14.1 us.
+AppendKernel default_append_kernel() {
+  return AppendKernel::kRegisters4;
+}
+
+std::string_view append_kernel_name(AppendKernel k) {
+  switch (k) {
+    case AppendKernel::kRegisters4:
+      return "registers_x4";
+    case AppendKernel::kRegisters8:
+      return "registers_x8";
+    case AppendKernel::kAsync8Prefetch:
+      return "cp_async_x8_prefetch";
+  }
+  return "?";
+}
+
 void append_paged_kv_cache(const detail::AppendPagedKVParams& p) {
+  append_paged_kv_cache_with(p, default_append_kernel());
+}
+
+void append_paged_kv_cache_with(const detail::AppendPagedKVParams& p, AppendKernel kernel) {
   const PagedKVCache& cache = p.cache;
   const std::int64_t es = std::int64_t(dtype_size(cache.dtype()));
   const bool nhd = cache.layout == KVLayout::kNHD;
@@ -170,12 +276,19 @@ void append_paged_kv_cache(const detail::AppendPagedKVParams& p) {
   for (int k = 0; k < 2; ++k) {
     const TensorView& s = *src[k];
     const TensorView& d = *dst[k];
-    parts[k] = PartDesc{s.data(), d.data(), nnz, heads, cache.head_dim() * es,
-                        s.stride(0) * es, s.stride(1) * es,
-                        d.stride(0) * es, d.stride(nhd ? 1 : 2) * es, d.stride(nhd ? 2 : 1) * es};
+    parts[k] = PartDesc{s.data(),
+                        d.data(),
+                        nnz,
+                        heads,
+                        cache.head_dim() * es,
+                        s.stride(0) * es,
+                        s.stride(1) * es,
+                        d.stride(0) * es,
+                        d.stride(nhd ? 1 : 2) * es,
+                        d.stride(nhd ? 2 : 1) * es};
   }
   launch_scatter("append_paged_kv_cache", parts, 2, p.table, p.batch_indices, p.positions, cache.page_size(),
-                 p.stream);
+                 p.stream, kernel);
 }
 
 void append_paged_mla_kv_cache(const detail::AppendPagedMLAParams& p) {
@@ -185,14 +298,30 @@ void append_paged_mla_kv_cache(const detail::AppendPagedMLAParams& p) {
   PartDesc parts[2];
   int num_parts = 0;
   // Rows have no heads dimension: one head, head stride unused.
-  parts[num_parts++] = PartDesc{p.ckv.data(), cache.ckv.data(), nnz, 1, cache.head_dim_ckv() * es,
-                                p.ckv.stride(0) * es, 0, cache.ckv.stride(0) * es, cache.ckv.stride(1) * es, 0};
+  parts[num_parts++] = PartDesc{p.ckv.data(),
+                                cache.ckv.data(),
+                                nnz,
+                                1,
+                                cache.head_dim_ckv() * es,
+                                p.ckv.stride(0) * es,
+                                0,
+                                cache.ckv.stride(0) * es,
+                                cache.ckv.stride(1) * es,
+                                0};
   if (cache.kpe.defined() && cache.head_dim_kpe() > 0) {
-    parts[num_parts++] = PartDesc{p.kpe.data(), cache.kpe.data(), nnz, 1, cache.head_dim_kpe() * es,
-                                  p.kpe.stride(0) * es, 0, cache.kpe.stride(0) * es, cache.kpe.stride(1) * es, 0};
+    parts[num_parts++] = PartDesc{p.kpe.data(),
+                                  cache.kpe.data(),
+                                  nnz,
+                                  1,
+                                  cache.head_dim_kpe() * es,
+                                  p.kpe.stride(0) * es,
+                                  0,
+                                  cache.kpe.stride(0) * es,
+                                  cache.kpe.stride(1) * es,
+                                  0};
   }
   launch_scatter("append_paged_mla_kv_cache", parts, num_parts, p.table, p.batch_indices, p.positions,
-                 cache.page_size(), p.stream);
+                 cache.page_size(), p.stream, default_append_kernel());
 }
 
 }  // namespace kvinfer::cuda

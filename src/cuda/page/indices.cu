@@ -35,7 +35,7 @@ __global__ void __launch_bounds__(kThreads)
     seq_lens_kernel(const std::int32_t* __restrict__ kv_indptr,         // [batch_size + 1]
                     const std::int32_t* __restrict__ kv_last_page_len,  // [batch_size]
                     std::int32_t page_size, std::int32_t batch_size,
-                    std::int32_t* __restrict__ seq_lens) {              // [batch_size]
+                    std::int32_t* __restrict__ seq_lens) {  // [batch_size]
   const std::int32_t b = std::int32_t(blockIdx.x * kThreads + threadIdx.x);
   if (b >= batch_size) return;
   const std::int32_t pages = kv_indptr[b + 1] - kv_indptr[b];

@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: Apache-2.0
+// Paged decode on the GPU: PERF.md's shapes (Hq 32 / Hk 8, d 128, page 16, bf16)
+// with equal and skewed lengths, plus group size 1, head_dim 64/256, page 1/64,
+// HND and fp8 KV. Reports KV bytes read / time against the read bandwidth measured
+// in the same run.
+#include <cstdio>
+#include <exception>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/common/gpu_json.hpp"
+#include "bench/common/report.hpp"
+#include "kvinfer/kvinfer.hpp"
+
+using namespace kvinfer;
+using namespace kvinfer::bench;
+
+namespace {
+
+struct DecodeShape {
+  std::string name;
+  std::vector<std::int32_t> kv_lens;
+  std::int64_t num_qo_heads = 32, num_kv_heads = 8, head_dim = 128, page_size = 16;
+  KVLayout layout = KVLayout::kNHD;
+  DType kv_dtype = DType::kBF16;
+};
+
+DecodeShape equal(std::int64_t batch, std::int32_t len) {
+  return {std::to_string(batch) + "x" + std::to_string(len), std::vector<std::int32_t>(std::size_t(batch), len)};
+}
+
+DecodeShape skewed(std::int64_t batch, std::int32_t len) {
+  DecodeShape s{std::to_string(batch) + "x" + std::to_string(len) + " skewed",
+          std::vector<std::int32_t>(std::size_t(batch), 1)};
+  s.kv_lens[0] = std::int32_t(batch * len - batch + 1);
+  return s;
+}
+
+struct Setup {
+  Tensor cache, q, out, indptr, last, indices;
+  PagedKVCache kv;
+  double kv_bytes = 0;
+};
+
+Setup make_setup(const DecodeShape& s, std::uint64_t seed) {
+  Setup st;
+  const auto batch = std::int64_t(s.kv_lens.size());
+  std::vector<std::int32_t> indptr{0}, last;
+  for (auto len : s.kv_lens) {
+    const std::int32_t pages = std::int32_t((len + s.page_size - 1) / s.page_size);
+    indptr.push_back(indptr.back() + pages);
+    last.push_back(len - (pages - 1) * std::int32_t(s.page_size));
+  }
+  const std::int64_t num_pages = indptr.back();
+  std::vector<std::int32_t> ids(static_cast<std::size_t>(num_pages));
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), std::mt19937_64(seed));  // a serving pool's order
+  const Device gpu = Device::cuda(0);
+  const auto host_i32 = [](const std::vector<std::int32_t>& v) {
+    Tensor t = Tensor::empty({std::int64_t(v.size())}, DType::kI32);
+    std::copy(v.begin(), v.end(), t.data_as<std::int32_t>());
+    return t;
+  };
+  st.indptr = host_i32(indptr);
+  st.last = host_i32(last);
+  st.indices = host_i32(ids).to(gpu);
+  const std::int64_t ps = s.page_size, h = s.num_kv_heads, d = s.head_dim;
+  if (s.layout == KVLayout::kNHD) st.cache = Tensor::empty({num_pages, 2, ps, h, d}, s.kv_dtype, gpu);
+  else st.cache = Tensor::empty({num_pages, 2, h, ps, d}, s.kv_dtype, gpu);
+  // Random bits as KV: fp8/bf16 NaNs would only slow nothing down, but keep values sane.
+  fill_random_uniform(st.cache.data(), std::size_t(st.cache.nbytes() / 2),
+                      s.kv_dtype == DType::kBF16 ? RandomKind::kBF16 : RandomKind::kF16, seed);
+  if (is_fp8(s.kv_dtype)) fill_random_bits(st.cache.data(), st.cache.nbytes(), seed);
+  st.kv = PagedKVCache::combined(st.cache, s.layout);
+  st.q = Tensor::empty({batch, s.num_qo_heads, d}, DType::kBF16, gpu);
+  fill_random_uniform(st.q.data(), std::size_t(st.q.numel()), RandomKind::kBF16, seed + 1);
+  st.out = Tensor::empty({batch, s.num_qo_heads, d}, DType::kBF16, gpu);
+  const double tokens = std::accumulate(s.kv_lens.begin(), s.kv_lens.end(), 0.0);
+  st.kv_bytes = 2.0 * tokens * double(h * d) * double(dtype_size(s.kv_dtype));
+  return st;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const Args args = parse_args(argc, argv);
+  if (cuda_device_count() == 0) {
+    std::fprintf(stderr, "bench_decode: no GPU\n");
+    return 1;
+  }
+  Report report("decode");
+  report.meta()["device"] = to_json(device_info());
+  const Ceiling read = measure_read_bandwidth();
+  report.meta()["ceilings"] = {{"read_bandwidth", to_json(read)}};
+  std::printf("read bandwidth: %.0f GB/s (%s)\n", read.value, read.detail.c_str());
+
+  std::vector<DecodeShape> shapes = {equal(1, 32768), equal(16, 8192), equal(64, 4096), equal(128, 2048),
+                               equal(256, 1024), equal(64, 16384)};
+  for (auto [b, l] : {std::pair{1, 32768}, {16, 8192}, {64, 4096}, {128, 2048}, {256, 1024}, {64, 16384}}) {
+    shapes.push_back(skewed(b, l));
+  }
+  auto variant = [&](std::string what, auto edit) {
+    DecodeShape s = equal(64, 4096);
+    s.name += " " + what;
+    edit(s);
+    shapes.push_back(s);
+  };
+  variant("group1", [](DecodeShape& s) { s.num_qo_heads = 8; });
+  variant("d64", [](DecodeShape& s) { s.head_dim = 64; });
+  variant("d256", [](DecodeShape& s) { s.head_dim = 256; });
+  variant("page1", [](DecodeShape& s) { s.page_size = 1; });
+  variant("page64", [](DecodeShape& s) { s.page_size = 64; });
+  variant("HND", [](DecodeShape& s) { s.layout = KVLayout::kHND; });
+  variant("fp8e4m3", [](DecodeShape& s) { s.kv_dtype = DType::kE4M3; });
+  for (auto [b, l] : {std::pair{1, 32768}, {16, 8192}, {128, 2048}}) {
+    DecodeShape s = equal(b, l);
+    s.name += " fp8e4m3";
+    s.kv_dtype = DType::kE4M3;
+    shapes.push_back(s);
+  }
+  if (args.quick) shapes.resize(2);
+
+  GpuTimer timer;
+  std::uint64_t seed = 1;
+  for (const DecodeShape& s : shapes) {
+    Setup st = make_setup(s, seed++);
+    BatchDecodeWithPagedKVCache w(Device::cuda(0), s.layout);
+    w.plan({.page_table = {st.indptr, st.indices, st.last}, .num_qo_heads = s.num_qo_heads,
+            .num_kv_heads = s.num_kv_heads, .head_dim = s.head_dim, .page_size = s.page_size,
+            .kv_dtype = s.kv_dtype});
+    const Timing t = timer.time([&] { w.run(st.q, st.kv, st.out, {.stream = timer.stream()}); }, 5,
+                                std::max(args.runs, 20), true);
+    const double io = double(st.q.nbytes() + st.out.nbytes());
+    const double gbps = (st.kv_bytes + io) / (t.median_us * 1e3);
+    report.add_row({{"name", s.name},
+                    {"batch", s.kv_lens.size()},
+                    {"kv_dtype", std::string(dtype_name(s.kv_dtype))},
+                    {"layout", std::string(kv_layout_name(s.layout))},
+                    {"Hq", s.num_qo_heads},
+                    {"Hk", s.num_kv_heads},
+                    {"D", s.head_dim},
+                    {"page", s.page_size},
+                    {"kv_bytes", st.kv_bytes},
+                    {"median_us", t.median_us},
+                    {"p10_us", t.p10_us},
+                    {"p90_us", t.p90_us},
+                    {"GBps", gbps},
+                    {"frac_read", gbps / read.value}});
+  }
+  report.meta()["target"] = "KV bytes read / time >= 90% of read bandwidth (equal lengths), >= 80% (skewed)";
+  report.finish(args, {"name", "kv_dtype", "median_us", "p10_us", "p90_us", "GBps", "frac_read"});
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "bench_decode: %s\n", e.what());
+  return 1;
+}

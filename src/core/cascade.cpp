@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: Apache-2.0
+// MultiLevelCascadeAttention: one paged-prefill plan per level over the shared
+// q/o and page pool; run attends the last level into out, then each other level
+// into a scratch state that is merged into out in place.
+#include "kvinfer/attention/cascade.hpp"
+
+#include <fmt/format.h>
+
+#include "core/check.hpp"
+#include "kvinfer/attention/prefill.hpp"
+#include "kvinfer/ops/merge.hpp"
+
+namespace kvinfer {
+namespace {
+constexpr std::string_view kOp = "MultiLevelCascadeAttention";
+}
+
+struct MultiLevelCascadeAttention::Impl {
+  Device device;
+  std::vector<BatchPrefillWithPagedKVCache> levels;
+  std::vector<Capacity> capacities;
+  std::int64_t nnz_q = 0, num_qo_heads = 0, head_dim = 0;
+  DType o_dtype = DType::kBF16;
+  bool planned = false;
+  // Scratch of the non-last levels and the LSE of out when the caller wants none;
+  // allocated in plan (fixed by the capacity in CUDA-graph mode), never in run.
+  Tensor scratch_o, scratch_lse, out_lse;
+};
+
+MultiLevelCascadeAttention::MultiLevelCascadeAttention(int num_levels, Device device, KVLayout kv_layout,
+                                                       std::vector<Capacity> capacities)
+    : impl_(std::make_unique<Impl>()) {
+  detail::require_v(num_levels >= 1, kOp, "num_levels", num_levels, "a cascade has at least one level");
+  detail::require_v(capacities.empty() || std::int64_t(capacities.size()) == num_levels, kOp, "capacities.size()",
+                    capacities.size(), fmt::format("must be 0 or num_levels ({})", num_levels));
+  impl_->device = device;
+  impl_->capacities = capacities;
+  for (int l = 0; l < num_levels; ++l) {
+    impl_->levels.emplace_back(device, kv_layout,
+                               capacities.empty() ? std::nullopt : std::optional<Capacity>(capacities[l]));
+  }
+}
+MultiLevelCascadeAttention::~MultiLevelCascadeAttention() = default;
+MultiLevelCascadeAttention::MultiLevelCascadeAttention(MultiLevelCascadeAttention&&) noexcept = default;
+MultiLevelCascadeAttention& MultiLevelCascadeAttention::operator=(MultiLevelCascadeAttention&&) noexcept = default;
+
+void MultiLevelCascadeAttention::plan(const CascadePlanArgs& args) {
+  Impl& m = *impl_;
+  const auto num_levels = std::int64_t(m.levels.size());
+  detail::require_v(std::int64_t(args.levels.size()) == num_levels, kOp, "levels.size()", args.levels.size(),
+                    fmt::format("must equal num_levels ({})", num_levels));
+  const AttentionOptions& o = args.options;
+  detail::require(o.mask_mode != MaskMode::kCustom, kOp, "options.mask_mode", "custom",
+                  "a cascade supports mask_mode none or causal (causal applies to the last level)");
+  detail::require(o.pos_encoding == PosEncoding::kNone, kOp, "options.pos_encoding", pos_encoding_name(o.pos_encoding),
+                  "RoPE and ALiBi need per-level query and key positions, which cascades do not support yet; "
+                  "apply RoPE before appending to the cache");
+  detail::require_v(o.window_left == -1, kOp, "options.window_left", o.window_left,
+                    "a sliding window needs per-level positions, which cascades do not support yet");
+
+  std::int64_t nnz_q = -1;
+  for (std::int64_t l = 0; l < num_levels; ++l) {
+    const CascadeLevel& level = args.levels[l];
+    const std::string arg = fmt::format("levels[{}].qo_indptr", l);
+    detail::check_index_array(kOp, arg, level.qo_indptr);
+    detail::require(level.qo_indptr.device().is_cpu() && level.qo_indptr.size(0) >= 1, kOp, arg,
+                    level.qo_indptr.describe(), "must be a host int32 array of subtrees + 1 >= 1 entries");
+    const std::int64_t rows = level.qo_indptr.data_as<const std::int32_t>()[level.qo_indptr.size(0) - 1];
+    if (nnz_q < 0) nnz_q = rows;
+    detail::require_v(rows == nnz_q, kOp, fmt::format("{}[-1]", arg), rows,
+                      fmt::format("every level covers all query rows (levels[0] has {})", nnz_q));
+    AttentionOptions level_options = o;
+    if (l + 1 < num_levels) level_options.mask_mode = MaskMode::kNone;
+    m.levels[l].plan({.qo_indptr = level.qo_indptr,
+                      .page_table = level.page_table,
+                      .num_qo_heads = args.num_qo_heads,
+                      .num_kv_heads = args.num_kv_heads,
+                      .head_dim = args.head_dim,
+                      .page_size = args.page_size,
+                      .options = level_options,
+                      .q_dtype = args.q_dtype,
+                      .kv_dtype = args.kv_dtype,
+                      .o_dtype = args.o_dtype,
+                      .split = args.split});
+  }
+
+  // Scratch buffers: sized by the capacity in CUDA-graph mode so that they never move.
+  const std::int64_t rows = m.capacities.empty() ? nnz_q : m.capacities.back().max_qo_tokens;
+  const auto ensure = [&](Tensor& t, std::initializer_list<std::int64_t> shape, DType dtype) {
+    const bool same = t.defined() && t.dtype() == dtype && t.size(0) >= *shape.begin() &&
+                      std::equal(shape.begin() + 1, shape.end(), t.view().shape().begin() + 1);
+    if (same) return;
+    detail::require(m.capacities.empty() || !t.defined(), kOp, "capacities", "scratch",
+                    "a fixed-capacity cascade must not reallocate its scratch buffers");
+    t = Tensor::empty(shape, dtype, m.device);
+  };
+  if (num_levels > 1) {
+    ensure(m.scratch_o, {rows, args.num_qo_heads, args.head_dim}, args.o_dtype);
+    ensure(m.scratch_lse, {rows, args.num_qo_heads}, DType::kF32);
+    ensure(m.out_lse, {rows, args.num_qo_heads}, DType::kF32);
+  }
+  m.nnz_q = nnz_q;
+  m.num_qo_heads = args.num_qo_heads;
+  m.head_dim = args.head_dim;
+  m.o_dtype = args.o_dtype;
+  m.planned = true;
+}
+
+void MultiLevelCascadeAttention::run(const TensorView& q, const PagedKVCache& cache, const TensorView& out,
+                                     const RunOptions& options) const {
+  const Impl& m = *impl_;
+  detail::require(m.planned, kOp, "plan", "(none)", "run() needs a successful plan() first");
+  const auto num_levels = std::int64_t(m.levels.size());
+  if (num_levels == 1) {
+    m.levels[0].run(q, cache, out, options);
+    return;
+  }
+  const TensorView lse = options.lse.defined() ? options.lse : m.out_lse.view().slice(0, 0, m.nnz_q);
+  RunOptions last = options;
+  last.lse = lse;
+  m.levels.back().run(q, cache, out, last);
+  const TensorView scratch_o = m.scratch_o.view().slice(0, 0, m.nnz_q);
+  const TensorView scratch_lse = m.scratch_lse.view().slice(0, 0, m.nnz_q);
+  for (std::int64_t l = num_levels - 2; l >= 0; --l) {
+    RunOptions level = options;
+    level.lse = scratch_lse;
+    m.levels[l].run(q, cache, scratch_o, level);
+    merge_state_in_place(out, lse, scratch_o, scratch_lse, {}, options.stream);
+  }
+}
+
+}  // namespace kvinfer

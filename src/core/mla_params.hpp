@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+// Everything a backend needs to execute one planned MLA call: the checked problem,
+// the tensors of this run and the schedule in the workspace. Made by MLAPlan::run
+// after validation; backends trust it.
+#pragma once
+
+#include <cstdint>
+
+#include "kvinfer/core/tensor.hpp"
+#include "plan/schedule.hpp"
+
+namespace kvinfer::detail {
+
+// The shape of an MLA problem, fixed at plan time. In the schedule MLA is GQA with
+// one KV head: packed row r of a request is token r / num_heads, head r % num_heads.
+struct MLAProblem {
+  std::int64_t batch_size = 0;
+  std::int64_t nnz_q = 0;
+  std::int64_t nnz_kv = 0;  // entries of kv_indices used (pages)
+  std::int64_t num_heads = 0;
+  std::int64_t head_dim_ckv = 0;
+  std::int64_t head_dim_kpe = 0;  // 0: no rotary part
+  std::int64_t page_size = 1;
+  bool causal = false;
+  float sm_scale = 1.0f;
+  DType q_dtype = DType::kBF16;
+  DType kv_dtype = DType::kBF16;
+  DType o_dtype = DType::kBF16;
+};
+
+struct MLAParams {
+  MLAProblem problem;
+  float ckv_scale = 1.0f;   // multiplies q_nope·ckv and the value
+  float kpe_scale = 1.0f;   // multiplies q_pe·kpe
+  bool lse_base_e = false;  // the LSE written out; partial states stay base 2
+
+  // Tensors of this run, on the run's device.
+  TensorView q_nope;      // [nnz_q, H, Dckv]
+  TensorView q_pe;        // [nnz_q, H, Dkpe], absent when Dkpe == 0
+  TensorView o;           // [nnz_q, H, Dckv]
+  TensorView lse;         // [nnz_q, H] float32, or absent
+  TensorView ckv;         // [max_pages, page_size, Dckv]
+  TensorView kpe;         // [max_pages, page_size, Dkpe], absent when Dkpe == 0
+  TensorView kv_indices;  // int32 [>= nnz_kv]
+
+  // The schedule, in the workspace of the run's device.
+  const RequestInfo* requests = nullptr;
+  const WorkItem* items = nullptr;
+  const MergeToken* merge_tokens = nullptr;
+  const std::int32_t* counts = nullptr;  // num_items, num_merge_tokens, batch_size, nnz_q
+  float* partial_o = nullptr;            // [max_partial_rows, H, Dckv]
+  float* partial_lse = nullptr;          // [max_partial_rows, H], base 2
+  std::int64_t max_items = 0;            // grid sizes: fixed within a capacity
+  std::int64_t max_merge_tokens = 0;
+  Stream stream = nullptr;
+};
+
+}  // namespace kvinfer::detail

@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+// The engine behind BatchMLAPagedAttention: checks the plan arguments, makes the
+// shared schedule (MLA as GQA with one KV head), keeps it in a PlanWorkspace, and
+// turns run() arguments into MLAParams for the backend of the wrapper's device.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "core/mla_params.hpp"
+#include "core/workspace.hpp"
+#include "kvinfer/attention/mla.hpp"
+#include "plan/device_profile.hpp"
+#include "plan/schedule.hpp"
+
+namespace kvinfer::detail {
+
+class MLAPlan {
+ public:
+  MLAPlan(Device device, std::optional<Capacity> capacity);
+
+  Device device() const { return device_; }
+  bool planned() const { return planned_; }
+  const MLAProblem& problem() const { return problem_; }
+  const Schedule& schedule() const { return schedule_; }
+
+  WorkspaceSize workspace_size(const MLAPlanArgs& args) const;
+  void plan(const MLAPlanArgs& args);
+  void run(const TensorView& q_nope, const TensorView& q_pe, const MLACache& cache, const TensorView& out,
+           const MLARunOptions& options) const;
+
+ private:
+  // The plan arguments after validation.
+  struct Checked {
+    MLAProblem problem;
+    std::vector<std::int32_t> qo_lens, kv_lens;
+    std::vector<std::int32_t> kv_begin;  // kv_indptr[i]: first page slot of request i
+  };
+  Checked check_plan(const MLAPlanArgs& args) const;
+  Schedule make_plan_schedule(const Checked& c, const SplitOptions& split) const;
+  void check_run(const TensorView& q_nope, const TensorView& q_pe, const MLACache& cache,
+                 const TensorView& out, const MLARunOptions& options) const;
+
+  Device device_;
+  std::optional<Capacity> capacity_;
+  DeviceProfile profile_;
+
+  bool planned_ = false;
+  MLAProblem problem_;
+  Schedule schedule_;
+  TensorView kv_indices_;
+  PlanWorkspace workspace_;
+};
+
+}  // namespace kvinfer::detail

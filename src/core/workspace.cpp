@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "core/workspace.hpp"
+
+#include <cstring>
+#include <vector>
+
+#include "core/check.hpp"
+#ifdef KVINFER_WITH_CUDA
+#include "cuda/runtime.hpp"
+#endif
+
+namespace kvinfer::detail {
+
+void PlanWorkspace::upload(std::string_view op, const Schedule& s, std::int64_t batch_size, std::int64_t nnz_q) {
+  const WorkspaceLayout& l = s.layout;
+  const auto grow = [&](Tensor& buffer, std::size_t bytes, std::string_view what) {
+    if (buffer.defined() && buffer.nbytes() >= bytes) return;
+    require(!fixed_ || !buffer.defined(), op, "capacity", what, "a fixed-capacity plan must not grow its workspace");
+    buffer = Tensor::empty({std::int64_t(std::max<std::size_t>(bytes, 4))}, DType::kU8, device_);
+  };
+  grow(int_buffer_, l.int_bytes, "int workspace");
+  grow(float_buffer_, l.float_bytes, "float workspace");
+
+  std::vector<std::uint8_t> host(l.int_bytes, 0);
+  std::memcpy(host.data() + l.requests, s.requests.data(), s.requests.size() * sizeof(RequestInfo));
+  std::memcpy(host.data() + l.items, s.items.data(), s.items.size() * sizeof(WorkItem));
+  std::memcpy(host.data() + l.merge_tokens, s.merge_tokens.data(), s.merge_tokens.size() * sizeof(MergeToken));
+  const std::int32_t counts[4] = {std::int32_t(s.items.size()), std::int32_t(s.merge_tokens.size()),
+                                  std::int32_t(batch_size), std::int32_t(nnz_q)};
+  std::memcpy(host.data() + l.counts, counts, sizeof(counts));
+  copy(int_buffer_.view().slice(0, 0, std::int64_t(host.size())),
+       TensorView(host.data(), DType::kU8, {std::int64_t(host.size())}));
+#ifdef KVINFER_WITH_CUDA
+  if (device_.is_cuda()) cuda::stream_synchronize(nullptr);  // `host` goes out of scope
+#endif
+}
+
+ScheduleView PlanWorkspace::view(const WorkspaceLayout& l) const {
+  const auto* ws = int_buffer_.data_as<const std::uint8_t>();
+  auto* fws = float_buffer_.data_as<std::uint8_t>();
+  return {reinterpret_cast<const RequestInfo*>(ws + l.requests),
+          reinterpret_cast<const WorkItem*>(ws + l.items),
+          reinterpret_cast<const MergeToken*>(ws + l.merge_tokens),
+          reinterpret_cast<const std::int32_t*>(ws + l.counts),
+          reinterpret_cast<float*>(fws + l.partial_o),
+          reinterpret_cast<float*>(fws + l.partial_lse)};
+}
+
+}  // namespace kvinfer::detail

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+// The two device buffers of a plan: the int workspace holding the schedule's
+// arrays (written on the host, copied once per plan) and the float workspace for
+// the partial states of split-KV. Shared by every wrapper.
+#pragma once
+
+#include <string_view>
+
+#include "kvinfer/core/tensor.hpp"
+#include "plan/schedule.hpp"
+
+namespace kvinfer::detail {
+
+// Device pointers to a schedule uploaded into a workspace.
+struct ScheduleView {
+  const RequestInfo* requests = nullptr;
+  const WorkItem* items = nullptr;
+  const MergeToken* merge_tokens = nullptr;
+  const std::int32_t* counts = nullptr;  // num_items, num_merge_tokens, batch_size, nnz_q
+  float* partial_o = nullptr;
+  float* partial_lse = nullptr;
+};
+
+class PlanWorkspace {
+ public:
+  // A fixed workspace (CUDA-graph capacity) is sized by its first upload and never
+  // reallocated, so captured pointers stay valid across re-plans.
+  PlanWorkspace(Device device, bool fixed) : device_(device), fixed_(fixed) {}
+
+  void upload(std::string_view op, const Schedule& s, std::int64_t batch_size, std::int64_t nnz_q);
+  ScheduleView view(const WorkspaceLayout& layout) const;
+
+ private:
+  Device device_;
+  bool fixed_;
+  Tensor int_buffer_;
+  Tensor float_buffer_;
+};
+
+}  // namespace kvinfer::detail

@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: Apache-2.0
+// AVX2 + FMA block steps of attention (cpu/kernels.hpp). Register tiles: scores
+// as 4 query rows x 2 keys of 8-wide partial dot products (8 independent FMA chains,
+// enough to cover the FMA latency on two pipes; each key vector widened once for 4
+// rows); the weighted sum of values as 4 rows x 16 dims (8 accumulators, each value
+// vector widened once for 4 rows). Both keep 11 of the 16 ymm registers busy, so
+// nothing spills. Templates on the storage dtype keep the widening inline.
+#include "cpu/avx2/simd.hpp"
+#include "cpu/kernels.hpp"
+
+#include <cmath>
+
+namespace kvinfer::cpu::avx2 {
+namespace {
+
+constexpr int kRowTile = 4;
+
+// s[r, c] = q[r] . k_rows[c] for R rows and C keys; each 8-element slice of a key row
+// is widened once for the R rows.
+template <DType T, int R, int C>
+inline void score_tile(const float* q, std::int64_t ldq, const void* const* k_rows, std::int64_t dim, float* s,
+                       std::int64_t lds) {
+  constexpr std::int64_t kSize = T == DType::kF32 ? 4 : (T == DType::kF16 || T == DType::kBF16) ? 2 : 1;
+  const char* k[C];
+  for (int c = 0; c < C; ++c) k[c] = static_cast<const char*>(k_rows[c]);
+  __m256 acc[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+  for (std::int64_t d = 0; d < dim; d += 8) {
+    __m256 kv[C];
+    for (int c = 0; c < C; ++c) kv[c] = load8(k[c] + d * kSize, T);
+    for (int r = 0; r < R; ++r) {
+      __m256 qv = _mm256_loadu_ps(q + r * ldq + d);
+      // Keep q in a register: folded into each FMA it would be loaded C times, and the
+      // two load ports, not the FMAs, would set the pace.
+      if constexpr (C > 1) __asm__("" : "+x"(qv));
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(qv, kv[c], acc[r][c]);
+    }
+  }
+  if constexpr (R == 4 && C == 2) {
+    // The eight horizontal sums at once: two rounds of pairwise adds leave
+    // (r0c0, r0c1, r1c0, r1c1) and (r2c0, ..., r3c1) in the halves of two vectors.
+    const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(acc[0][0], acc[0][1]), _mm256_hadd_ps(acc[1][0], acc[1][1]));
+    const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(acc[2][0], acc[2][1]), _mm256_hadd_ps(acc[3][0], acc[3][1]));
+    const __m128 v0 = _mm_add_ps(_mm256_castps256_ps128(u0), _mm256_extractf128_ps(u0, 1));
+    const __m128 v1 = _mm_add_ps(_mm256_castps256_ps128(u1), _mm256_extractf128_ps(u1, 1));
+    _mm_storel_pi(reinterpret_cast<__m64*>(s), v0);
+    _mm_storeh_pi(reinterpret_cast<__m64*>(s + lds), v0);
+    _mm_storel_pi(reinterpret_cast<__m64*>(s + 2 * lds), v1);
+    _mm_storeh_pi(reinterpret_cast<__m64*>(s + 3 * lds), v1);
+  } else {
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) s[r * lds + c] = hsum(acc[r][c]);
+  }
+}
+
+// The prefetches go with the first row tile's keys, spread evenly over them.
+template <DType T, int R>
+inline void score_rows(const float* q, std::int64_t ldq, const void* const* k_rows, std::int64_t keys,
+                       std::int64_t dim, float* s, std::int64_t lds, const PrefetchRows* prefetch) {
+  std::int64_t j = 0;
+  for (; j + 2 <= keys; j += 2) {
+    if (prefetch) prefetch_rows(*prefetch, prefetch->count * j / keys, prefetch->count * (j + 2) / keys);
+    score_tile<T, R, 2>(q, ldq, k_rows + j, dim, s + j, lds);
+  }
+  if (j < keys) {
+    if (prefetch) prefetch_rows(*prefetch, prefetch->count * j / keys, prefetch->count);
+    score_tile<T, R, 1>(q, ldq, k_rows + j, dim, s + j, lds);
+  }
+}
+
+template <DType T>
+void scores_as(const float* q, std::int64_t ldq, std::int64_t rows, const void* const* k_rows, std::int64_t keys,
+               std::int64_t dim, float* s, std::int64_t lds, const PrefetchRows& prefetch) {
+  const PrefetchRows* pf = prefetch.count > 0 ? &prefetch : nullptr;
+  std::int64_t i = 0;
+  for (; i + kRowTile <= rows; i += kRowTile, pf = nullptr) {
+    score_rows<T, 4>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf);
+  }
+  switch (rows - i) {
+    case 3: score_rows<T, 3>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf); break;
+    case 2: score_rows<T, 2>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf); break;
+    case 1: score_rows<T, 1>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf); break;
+    default: break;
+  }
+}
+
+// acc[r] = acc[r] * rescale[r] + sum_j w[r, j] v_rows[j] for R rows, 16 dims at a time;
+// each 8-element slice of a value row is widened once for the R rows.
+template <DType T, int R>
+inline void accumulate_rows(const float* w, std::int64_t ldw, const void* const* v_rows, std::int64_t keys,
+                            std::int64_t dim, float* acc, std::int64_t lda, const float* rescale,
+                            const PrefetchRows* prefetch) {
+  constexpr std::int64_t kSize = T == DType::kF32 ? 4 : (T == DType::kF16 || T == DType::kBF16) ? 2 : 1;
+  for (std::int64_t d = 0; d < dim; d += 16) {
+    if (prefetch) prefetch_rows(*prefetch, prefetch->count * d / dim, prefetch->count * (d + 16) / dim);
+    __m256 a[R][2];
+    for (int r = 0; r < R; ++r) {
+      const __m256 sc = _mm256_set1_ps(rescale[r]);
+      a[r][0] = _mm256_mul_ps(_mm256_loadu_ps(acc + r * lda + d), sc);
+      a[r][1] = _mm256_mul_ps(_mm256_loadu_ps(acc + r * lda + d + 8), sc);
+    }
+    for (std::int64_t j = 0; j < keys; ++j) {
+      const char* v = static_cast<const char*>(v_rows[j]) + d * kSize;
+      const __m256 v0 = load8(v, T);
+      const __m256 v1 = load8(v + 8 * kSize, T);
+      for (int r = 0; r < R; ++r) {
+        const __m256 wr = _mm256_broadcast_ss(w + r * ldw + j);
+        a[r][0] = _mm256_fmadd_ps(wr, v0, a[r][0]);
+        a[r][1] = _mm256_fmadd_ps(wr, v1, a[r][1]);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      _mm256_storeu_ps(acc + r * lda + d, a[r][0]);
+      _mm256_storeu_ps(acc + r * lda + d + 8, a[r][1]);
+    }
+  }
+}
+
+template <DType T>
+void accumulate_as(const float* w, std::int64_t ldw, std::int64_t rows, const void* const* v_rows, std::int64_t keys,
+                   std::int64_t dim, float* acc, std::int64_t lda, const float* rescale,
+                   const PrefetchRows& prefetch) {
+  const PrefetchRows* pf = prefetch.count > 0 ? &prefetch : nullptr;
+  std::int64_t i = 0;
+  for (; i + kRowTile <= rows; i += kRowTile, pf = nullptr) {
+    accumulate_rows<T, 4>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, rescale + i, pf);
+  }
+  switch (rows - i) {
+    case 3: accumulate_rows<T, 3>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, rescale + i, pf); break;
+    case 2: accumulate_rows<T, 2>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, rescale + i, pf); break;
+    case 1: accumulate_rows<T, 1>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, rescale + i, pf); break;
+    default: break;
+  }
+}
+
+}  // namespace
+
+void block_scores(const float* q, std::int64_t ldq, std::int64_t rows, const void* const* k_rows, DType k_dtype,
+                  std::int64_t keys, std::int64_t dim, float* s, std::int64_t lds, const PrefetchRows& prefetch) {
+  switch (k_dtype) {
+    case DType::kF16: return scores_as<DType::kF16>(q, ldq, rows, k_rows, keys, dim, s, lds, prefetch);
+    case DType::kBF16: return scores_as<DType::kBF16>(q, ldq, rows, k_rows, keys, dim, s, lds, prefetch);
+    case DType::kE4M3: return scores_as<DType::kE4M3>(q, ldq, rows, k_rows, keys, dim, s, lds, prefetch);
+    case DType::kE5M2: return scores_as<DType::kE5M2>(q, ldq, rows, k_rows, keys, dim, s, lds, prefetch);
+    default: return scores_as<DType::kF32>(q, ldq, rows, k_rows, keys, dim, s, lds, prefetch);
+  }
+}
+
+void block_softmax(float* s, std::int64_t lds, std::int64_t rows, std::int64_t keys, float* m, float* d,
+                   float* rescale) {
+  const std::int64_t n = (keys + 7) / 8 * 8;
+  const float neg_inf = -__builtin_inff();
+  for (std::int64_t i = 0; i < rows; ++i) {
+    float* si = s + i * lds;
+    __m256 mx = _mm256_set1_ps(neg_inf);
+    for (std::int64_t j = 0; j < n; j += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(si + j));
+    const float block_max = hmax(mx);
+    if (block_max == neg_inf) {
+      for (std::int64_t j = 0; j < n; j += 8) _mm256_storeu_ps(si + j, _mm256_setzero_ps());
+      rescale[i] = 1.0f;
+      continue;
+    }
+    const float m_new = m[i] > block_max ? m[i] : block_max;
+    rescale[i] = std::exp2(m[i] - m_new);  // 0 while m[i] is -inf
+    const __m256 mv = _mm256_set1_ps(m_new);
+    __m256 sum = _mm256_setzero_ps();
+    for (std::int64_t j = 0; j < n; j += 8) {
+      const __m256 w = exp2_nonpositive(_mm256_sub_ps(_mm256_loadu_ps(si + j), mv));
+      _mm256_storeu_ps(si + j, w);
+      sum = _mm256_add_ps(sum, w);
+    }
+    d[i] = d[i] * rescale[i] + hsum(sum);
+    m[i] = m_new;
+  }
+}
+
+void block_accumulate(const float* w, std::int64_t ldw, std::int64_t rows, const void* const* v_rows, DType v_dtype,
+                      std::int64_t keys, std::int64_t dim, float* acc, std::int64_t lda, const float* rescale,
+                      const PrefetchRows& prefetch) {
+  switch (v_dtype) {
+    case DType::kF16: return accumulate_as<DType::kF16>(w, ldw, rows, v_rows, keys, dim, acc, lda, rescale, prefetch);
+    case DType::kBF16: return accumulate_as<DType::kBF16>(w, ldw, rows, v_rows, keys, dim, acc, lda, rescale, prefetch);
+    case DType::kE4M3: return accumulate_as<DType::kE4M3>(w, ldw, rows, v_rows, keys, dim, acc, lda, rescale, prefetch);
+    case DType::kE5M2: return accumulate_as<DType::kE5M2>(w, ldw, rows, v_rows, keys, dim, acc, lda, rescale, prefetch);
+    default: return accumulate_as<DType::kF32>(w, ldw, rows, v_rows, keys, dim, acc, lda, rescale, prefetch);
+  }
+}
+
+}  // namespace kvinfer::cpu::avx2

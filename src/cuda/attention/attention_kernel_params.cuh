@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+// The kernel-facing parameters of attention: raw pointers and element strides
+// taken from the checked AttentionParams, plus the schedule in the workspace.
+#pragma once
+
+#include <cstdint>
+
+#include "core/attention_params.hpp"
+#include "cuda/common/fast_divmod.cuh"
+
+namespace kvinfer::cuda {
+
+struct AttentionKernelParams {
+  const void* q;           // [nnz_q, Hq, Dqk]
+  std::int64_t q_stride_n, q_stride_h;
+  void* o;                 // [nnz_q, Hq, Dvo]
+  std::int64_t o_stride_n, o_stride_h;
+  float* lse;              // [nnz_q, Hq] or null
+  std::int64_t lse_stride_n, lse_stride_h;
+
+  const void* k;           // page views (paged) or ragged tensors
+  const void* v;
+  std::int64_t k_stride_page, k_stride_token, k_stride_head;  // ragged: page stride 0
+  std::int64_t v_stride_page, v_stride_token, v_stride_head;
+  const std::int32_t* kv_indices;  // paged: page ids; null for ragged
+  FastDivmod page_size;            // ragged: 1 page of "infinite" size is avoided by kv_indices == null
+
+  const detail::RequestInfo* requests;
+  const detail::WorkItem* items;
+  const detail::MergeToken* merge_tokens;
+  const std::int32_t* counts;  // num_items, num_merge_tokens, batch_size, nnz_q
+  float* partial_o;            // [partial rows, Hq, Dvo]
+  float* partial_lse;          // [partial rows, Hq]
+
+  std::int32_t num_qo_heads;
+  std::int32_t group_size;
+  float sm_scale;        // k_scale folded in
+  float sm_scale_log2;   // sm_scale * log2(e)
+  float logits_soft_cap; // 0: off
+  float v_scale;
+  bool rope;
+  float rope_rcp_scale, rope_rcp_theta;
+  const float* alibi_slopes;  // [Hq] or null
+};
+
+AttentionKernelParams make_kernel_params(const detail::AttentionParams& p);
+
+}  // namespace kvinfer::cuda

@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: Apache-2.0
+// Decode attention on CUDA cores: one work item (request, KV head, the query rows
+// of the head group, KV chunk) per CTA. Memory-bound: every lane streams 8
+// elements of a key row per load, a key row is split over D/8 lanes, and each
+// warp runs several independent key streams with an online base-2 softmax per
+// query row; the streams and warps are merged at the end. Included only by the
+// instance files.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+
+#include "cuda/attention/attention_kernel_params.cuh"
+#include "cuda/attention/math.cuh"
+#include "cuda/check.cuh"
+#include "cuda/common/convert.cuh"
+
+namespace kvinfer::cuda {
+
+inline constexpr int kDecodeWarps = 4;
+inline constexpr int kDecodeThreads = kDecodeWarps * 32;
+
+template <int D, int kRows>
+struct DecodeShape {
+  static constexpr int kVec = 8;              // elements per lane per key row
+  static constexpr int kLanes = D / kVec;     // lanes per key row: 8, 16, 32
+  static constexpr int kStreamsPerWarp = 32 / kLanes;
+  static constexpr int kStreams = kDecodeWarps * kStreamsPerWarp;
+  // Keys per stream in flight per step: more rows hold more accumulators, so fewer
+  // keys keep the registers (and so the resident warps) in budget.
+  static constexpr int kUnroll = kRows >= 4 ? 2 : 4;
+  static_assert(kLanes >= 1 && kLanes <= 32 && 32 % kLanes == 0, "head_dim must be 64, 128 or 256");
+};
+
+// Address of key row j of the item's request and KV head.
+struct KeyRow {
+  const char* base;
+  std::int64_t stride_page, stride_token;
+  const std::int32_t* pages;  // null: ragged
+  FastDivmod page_size;
+  std::int32_t elem;
+
+  __device__ __forceinline__ const char* operator()(std::int32_t j) const {
+    if (pages == nullptr) return base + std::int64_t(j) * stride_token * elem;
+    std::uint32_t slot;
+    const std::uint32_t page_slot = page_size.divmod(std::uint32_t(j), &slot);
+    const std::int64_t page = __ldg(pages + page_slot);
+    return base + (page * stride_page + std::int64_t(slot) * stride_token) * elem;
+  }
+};
+
+// Rotate-half RoPE of the 8 elements a lane holds; the partner half of the head
+// dim sits kLanes/2 lanes away.
+template <int D>
+__device__ __forceinline__ void rope_vec8(float* x, int lane_in_row, float pos, float rcp_scale, float rcp_theta) {
+  constexpr int kLanes = D / 8;
+  float partner[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) partner[i] = __shfl_xor_sync(0xffffffffu, x[i], kLanes / 2, kLanes);
+  const bool low = lane_in_row < kLanes / 2;
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int d = (lane_in_row % (kLanes / 2)) * 8 + i;  // index in [0, D/2)
+    const float freq = rcp_scale * __powf(rcp_theta, float(2 * d) / float(D));
+    float s, c;
+    __sincosf(pos * freq, &s, &c);
+    x[i] = low ? x[i] * c - partner[i] * s : x[i] * c + partner[i] * s;
+  }
+}
+
+// Resident CTAs per SM asked of the register allocator: the accumulators of 8 rows
+// need the whole register file of 2 CTAs; fewer rows fit 4 or 5 (16-20 warps), which
+// keeps enough loads in flight for a memory-bound kernel.
+template <int kRows>
+inline constexpr int kDecodeMinBlocks = kRows >= 8 ? 2 : (kRows >= 2 ? 4 : 5);
+
+template <class TQ, class TKV, class TO, int D, int kRows>
+__global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decode_kernel(const __grid_constant__ AttentionKernelParams p) {
+  using S = DecodeShape<D, kRows>;
+  constexpr int kVec = S::kVec, kLanes = S::kLanes, kStreams = S::kStreams, kUnroll = S::kUnroll;
+  if (int(blockIdx.x) >= p.counts[0]) return;  // grid sized for the capacity
+  const detail::WorkItem item = p.items[blockIdx.x];
+  const detail::RequestInfo r = p.requests[item.request];
+
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int lane_in_row = lane % kLanes;
+  const int rows = item.row_end - item.row_begin;
+  const bool fold_scale = p.alibi_slopes == nullptr && p.logits_soft_cap <= 0.0f;
+
+  // Query rows of the item: packed row -> (token, head).
+  float q[kRows][kVec];
+  int head[kRows], token[kRows];
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) {
+    const int row = item.row_begin + (i < rows ? i : 0);
+    token[i] = row / p.group_size;
+    head[i] = item.kv_head * p.group_size + row % p.group_size;
+    const auto* src = static_cast<const TQ*>(p.q) + (r.qo_begin + token[i]) * p.q_stride_n +
+                      head[i] * p.q_stride_h + lane_in_row * kVec;
+    Vec8<TQ> v = load_vec8(src);
+    v.to_float(q[i]);
+    if (p.rope) {
+      rope_vec8<D>(q[i], lane_in_row, float(r.kv_len - r.qo_len + token[i]), p.rope_rcp_scale, p.rope_rcp_theta);
+    }
+    if (fold_scale) {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) q[i][e] *= p.sm_scale_log2;
+    }
+  }
+
+  const int elem = int(sizeof(TKV));
+  const std::int32_t* pages = p.kv_indices ? p.kv_indices + r.kv_begin : nullptr;
+  const std::int64_t ragged_offset = p.kv_indices ? 0 : std::int64_t(r.kv_begin);
+  const KeyRow k_row{static_cast<const char*>(p.k) + (item.kv_head * p.k_stride_head + ragged_offset * p.k_stride_token +
+                                                      lane_in_row * kVec) * elem,
+                     p.k_stride_page, p.k_stride_token, pages, p.page_size, elem};
+  const KeyRow v_row{static_cast<const char*>(p.v) + (item.kv_head * p.v_stride_head + ragged_offset * p.v_stride_token +
+                                                      lane_in_row * kVec) * elem,
+                     p.v_stride_page, p.v_stride_token, pages, p.page_size, elem};
+
+  float m[kRows], d[kRows], acc[kRows][kVec];
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) {
+    m[i] = -INFINITY;
+    d[i] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) acc[i][e] = 0.0f;
+  }
+
+  // The loop bound is uniform across a warp (its streams differ only in the lane's
+  // offset) so that every lane reaches the shuffles of every iteration.
+  const int warp_first = item.kv_begin + warp * S::kStreamsPerWarp;
+  for (int jw = warp_first; jw < item.kv_end; jw += kUnroll * kStreams) {
+    const int j0 = jw + lane / kLanes;
+    Vec8<TKV> kv_k[kUnroll], kv_v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int j = j0 + u * kStreams;
+      if (j < item.kv_end) {
+        kv_k[u] = load_vec8(reinterpret_cast<const TKV*>(k_row(j)));
+        kv_v[u] = load_vec8(reinterpret_cast<const TKV*>(v_row(j)));
+      } else {
+        zero(kv_k[u]);
+        zero(kv_v[u]);
+      }
+    }
+    float s[kRows][kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      float kf[kVec];
+      kv_k[u].to_float(kf);
+      const int j = j0 + u * kStreams;
+      if (p.rope) rope_vec8<D>(kf, lane_in_row, float(j), p.rope_rcp_scale, p.rope_rcp_theta);
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) {
+        float dot = 0.0f;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) dot = fmaf(q[i][e], kf[e], dot);
+#pragma unroll
+        for (int off = kLanes / 2; off >= 1; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off, kLanes);
+        if (!fold_scale) {
+          float x = dot * p.sm_scale;
+          if (p.alibi_slopes) x += __ldg(p.alibi_slopes + head[i]) * float(j - (r.kv_len - r.qo_len + token[i]));
+          if (p.logits_soft_cap > 0.0f) x = p.logits_soft_cap * tanhf(x / p.logits_soft_cap);
+          dot = x * kLog2e;
+        }
+        s[i][u] = j < item.kv_end ? dot : -INFINITY;
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      float block_max = s[i][0];
+#pragma unroll
+      for (int u = 1; u < kUnroll; ++u) block_max = fmaxf(block_max, s[i][u]);
+      const float m_new = fmaxf(m[i], block_max);
+      if (m_new == -INFINITY) continue;  // nothing seen by this stream yet
+      const float rescale = exp2_approx(m[i] - m_new);
+      d[i] *= rescale;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) acc[i][e] *= rescale;
+      m[i] = m_new;
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) s[i][u] = exp2_approx(s[i][u] - m_new);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      float vf[kVec];
+      kv_v[u].to_float(vf);
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) {
+        if (m[i] == -INFINITY) continue;
+        d[i] += s[i][u];
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) acc[i][e] = fmaf(s[i][u], vf[e], acc[i][e]);
+      }
+    }
+  }
+
+  // Merge the streams of a warp (lanes kLanes apart hold the same dims).
+#pragma unroll
+  for (int off = kLanes; off < 32; off *= 2) {
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      const float m_o = __shfl_xor_sync(0xffffffffu, m[i], off);
+      const float d_o = __shfl_xor_sync(0xffffffffu, d[i], off);
+      const float m_new = fmaxf(m[i], m_o);
+      const float a = m_new == -INFINITY ? 0.0f : exp2_approx(m[i] - m_new);
+      const float b = m_new == -INFINITY ? 0.0f : exp2_approx(m_o - m_new);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const float acc_o = __shfl_xor_sync(0xffffffffu, acc[i][e], off);
+        acc[i][e] = acc[i][e] * a + acc_o * b;
+      }
+      d[i] = d[i] * a + d_o * b;
+      m[i] = m_new;
+    }
+  }
+
+  // Merge the warps through shared memory; warp 0 finishes.
+  __shared__ float sm_acc[kDecodeWarps][kRows][D];
+  __shared__ float sm_md[kDecodeWarps][kRows][2];
+  if (lane < kLanes) {
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) sm_acc[warp][i][lane * kVec + e] = acc[i][e];
+      if (lane == 0) {
+        sm_md[warp][i][0] = m[i];
+        sm_md[warp][i][1] = d[i];
+      }
+    }
+  }
+  __syncthreads();
+  // Every thread of the CTA finalises (row, 8 dims) slices.
+  const bool split = r.num_chunks > 1;
+  for (int slot = threadIdx.x; slot < rows * kLanes; slot += kDecodeThreads) {
+    const int i = slot / kLanes, l = slot % kLanes;
+    float m_all = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kDecodeWarps; ++w) m_all = fmaxf(m_all, sm_md[w][i][0]);
+    float out[kVec] = {}, d_all = 0.0f;
+    if (m_all != -INFINITY) {
+#pragma unroll
+      for (int w = 0; w < kDecodeWarps; ++w) {
+        const float wgt = exp2_approx(sm_md[w][i][0] - m_all);
+        d_all += sm_md[w][i][1] * wgt;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) out[e] += sm_acc[w][i][l * kVec + e] * wgt;
+      }
+    }
+    const float norm = d_all > 0.0f ? p.v_scale / d_all : 0.0f;
+    const float lse = d_all > 0.0f ? m_all + __log2f(d_all) : -INFINITY;
+    const int row = item.row_begin + i;
+    const int tok = row / p.group_size, h = item.kv_head * p.group_size + row % p.group_size;
+    if (split) {
+      const std::int64_t prow = r.partial_begin + std::int64_t(item.chunk) * r.qo_len + tok;
+      float* po = p.partial_o + (prow * p.num_qo_heads + h) * D + l * kVec;
+#pragma unroll
+      for (int e = 0; e < kVec; e += 4) {
+        *reinterpret_cast<float4*>(po + e) = make_float4(out[e] * norm, out[e + 1] * norm, out[e + 2] * norm, out[e + 3] * norm);
+      }
+      if (l == 0) p.partial_lse[prow * p.num_qo_heads + h] = lse;
+    } else {
+      const std::int64_t orow = r.qo_begin + tok;
+      TO packed[kVec];
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) packed[e] = from_float<TO>(out[e] * norm);
+      *reinterpret_cast<uint4*>(static_cast<TO*>(p.o) + orow * p.o_stride_n + h * p.o_stride_h + l * kVec) =
+          *reinterpret_cast<const uint4*>(packed);
+      if (l == 0 && p.lse) p.lse[orow * p.lse_stride_n + h * p.lse_stride_h] = lse;
+    }
+  }
+}
+
+// Launches the decode kernel for an item tile of up to kRows query rows.
+template <class TQ, class TKV, class TO, int D>
+void launch_decode(const AttentionKernelParams& p, int q_tile_rows, std::int64_t grid, cudaStream_t stream) {
+  const dim3 blocks(static_cast<unsigned>(grid));
+  switch (q_tile_rows) {
+    case 1: decode_kernel<TQ, TKV, TO, D, 1><<<blocks, kDecodeThreads, 0, stream>>>(p); break;
+    case 2: decode_kernel<TQ, TKV, TO, D, 2><<<blocks, kDecodeThreads, 0, stream>>>(p); break;
+    case 4: decode_kernel<TQ, TKV, TO, D, 4><<<blocks, kDecodeThreads, 0, stream>>>(p); break;
+    default: decode_kernel<TQ, TKV, TO, D, 8><<<blocks, kDecodeThreads, 0, stream>>>(p); break;
+  }
+}
+
+// Resident CTAs per multiprocessor of the kernel for a q tile (the planner's budget).
+template <class TQ, class TKV, class TO, int D>
+int decode_occupancy(int q_tile_rows) {
+  int blocks = 0;
+  const auto query = [&](auto kernel) {
+    KVINFER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kDecodeThreads, 0));
+  };
+  switch (q_tile_rows) {
+    case 1: query(decode_kernel<TQ, TKV, TO, D, 1>); break;
+    case 2: query(decode_kernel<TQ, TKV, TO, D, 2>); break;
+    case 4: query(decode_kernel<TQ, TKV, TO, D, 4>); break;
+    default: query(decode_kernel<TQ, TKV, TO, D, 8>); break;
+  }
+  return blocks;
+}
+
+#define KVINFER_INSTANTIATE_DECODE(TQ, TKV, D)                                                                \
+  template void launch_decode<TQ, TKV, TQ, D>(const AttentionKernelParams&, int, std::int64_t, cudaStream_t); \
+  template int decode_occupancy<TQ, TKV, TQ, D>(int);
+
+}  // namespace kvinfer::cuda

@@ -1,0 +1,15 @@
+// SPDX-License-Identifier: Apache-2.0
+// The merge of split-KV partial states, shared by every attention kernel.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "cuda/attention/attention_kernel_params.cuh"
+#include "kvinfer/core/dtype.hpp"
+
+namespace kvinfer::cuda {
+
+void launch_merge_partials(const AttentionKernelParams& p, DType o_dtype, int head_dim, std::int64_t grid,
+                           cudaStream_t stream);
+
+}  // namespace kvinfer::cuda

@@ -1,0 +1,469 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "engine.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <random>
+
+#include "oracle_check.hpp"
+
+namespace kvinfer::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// An int32 array built on the host each step, and where the wrappers read it: the
+// host array itself on the CPU, a reused device buffer on a GPU.
+class IndexArray {
+ public:
+  std::vector<std::int32_t> host;
+
+  void clear() { host.clear(); }
+  TensorView on_host() {
+    if (host.capacity() == 0) host.reserve(16);  // a valid pointer even when empty
+    return TensorView(host.data(), DType::kI32, {std::int64_t(host.size())});
+  }
+  TensorView on(Device device) {
+    if (device.is_cpu()) return on_host();
+    const auto n = std::int64_t(host.size());
+    if (!dev_.defined() || dev_.numel() < std::max<std::int64_t>(n, 1)) {
+      dev_ = Tensor::empty({std::max<std::int64_t>(2 * n, 64)}, DType::kI32, device);
+    }
+    const TensorView d = dev_.view().slice(0, 0, n);
+    if (n > 0) copy(d, on_host());
+    return d;
+  }
+
+ private:
+  Tensor dev_;
+};
+
+// A CSR page table under construction: pages of each segment and the fill of its last page.
+struct TableBuilder {
+  IndexArray indptr, indices, last_page_len;
+  void clear() {
+    indptr.clear();
+    indices.clear();
+    last_page_len.clear();
+    indptr.host.push_back(0);
+  }
+  void add(const std::int32_t* pages, std::int32_t num_pages, std::int32_t kv_len, std::int32_t page_size) {
+    indices.host.insert(indices.host.end(), pages, pages + num_pages);
+    indptr.host.push_back(std::int32_t(indices.host.size()));
+    last_page_len.host.push_back(num_pages == 0 ? 0 : kv_len - (num_pages - 1) * page_size);
+  }
+  std::int64_t size() const { return std::int64_t(last_page_len.host.size()); }
+  // indptr and last_page_len on the host (plan reads them there), indices on the device.
+  PageTable for_plan(Device device) { return {indptr.on_host(), indices.on(device), last_page_len.on_host()}; }
+  PageTable on(Device device) { return {indptr.on(device), indices.on(device), last_page_len.on(device)}; }
+};
+
+// Random values on the device, drawn once; each use takes a view at a random offset,
+// so that queries and new keys differ from step to step at no cost.
+class RandomPool {
+ public:
+  RandomPool(DType dtype, std::int64_t max_numel, Device device, std::uint64_t seed)
+      : dtype_(dtype), rng_(seed) {
+    // Slack for the offsets; views start 16-element aligned (GPU kernels load 16 bytes).
+    numel_ = max_numel + 65536;
+    Tensor host = Tensor::empty({numel_}, dtype);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    for (std::int64_t i = 0; i < numel_; ++i) {
+      const float x = nd(rng_);
+      switch (dtype) {
+        case DType::kF16: host.data_as<std::uint16_t>()[i] = f32_to_f16(x); break;
+        case DType::kBF16: host.data_as<std::uint16_t>()[i] = f32_to_bf16(x); break;
+        case DType::kE4M3: host.data_as<std::uint8_t>()[i] = f32_to_e4m3(x); break;
+        case DType::kE5M2: host.data_as<std::uint8_t>()[i] = f32_to_e5m2(x); break;
+        default: host.data_as<float>()[i] = x; break;
+      }
+    }
+    data_ = device.is_cpu() ? std::move(host) : host.to(device);
+  }
+  TensorView take(std::initializer_list<std::int64_t> shape) {
+    std::int64_t n = 1;
+    for (std::int64_t d : shape) n *= d;
+    const std::int64_t offset =
+        std::uniform_int_distribution<std::int64_t>(0, (numel_ - n) / 16)(rng_) * 16;
+    auto* p = static_cast<char*>(data_.data()) + offset * std::int64_t(dtype_size(dtype_));
+    return TensorView(p, dtype_, shape, data_.device());
+  }
+
+ private:
+  DType dtype_;
+  std::mt19937_64 rng_;
+  std::int64_t numel_ = 0;
+  Tensor data_;
+};
+
+// Causal query-key pairs of a segment of qo_len queries at the end of kv_len keys.
+double causal_pairs(double qo, double kv) { return qo * (kv - qo) + qo * (qo + 1) / 2; }
+
+}  // namespace
+
+struct Engine::Impl {
+  ModelShape model;
+  EngineOptions opt;
+  bool mla = false;
+  Tensor cache;  // GQA: [layers, pages, 2, page_size, Hk, D]; MLA: [layers, pages, page_size, ckv + kpe]
+  Tensor out, lse, positions, batch_indices;
+  std::unique_ptr<RandomPool> q_pool, kv_pool;
+  std::int64_t step_index = 0;
+
+  // Page tables of a step.
+  IndexArray prefill_qo_indptr, cascade_qo_indptr[2], append_indptr, append_seq_lens;
+  TableBuilder prefill_table, decode_table, cascade_table[2], append_table;
+  IndexArray mla_prefill_kv_len, mla_decode_kv_len, mla_decode_qo_indptr;
+
+  BatchPrefillWithPagedKVCache prefill;
+  BatchDecodeWithPagedKVCache decode;
+  MultiLevelCascadeAttention cascade;
+  BatchMLAPagedAttention mla_prefill, mla_decode;
+
+  Impl(const ModelShape& m, const EngineOptions& o)
+      : model(m),
+        opt(o),
+        mla(m.kind == AttentionKind::kMla),
+        prefill(o.device),
+        decode(o.device),
+        cascade(2, o.device),
+        mla_prefill(o.device),
+        mla_decode(o.device) {}
+
+  void sync() const {
+    if (opt.device.is_cpu()) return;
+    // A copy into pageable host memory returns when the device is done.
+    float x = 0;
+    copy(TensorView(&x, DType::kF32, {1}), lse.view().select(0, 0).slice(0, 0, 1));
+  }
+
+  StepStats run_gqa(const StepBatch& batch, OracleCheck* check);
+  StepStats run_mla(const StepBatch& batch, OracleCheck* check);
+};
+
+Engine::Engine(const ModelShape& model, const EngineOptions& options)
+    : impl_(std::make_unique<Impl>(model, options)) {
+  Impl& m = *impl_;
+  const Device dev = options.device;
+  const std::int64_t L = model.num_layers, P = options.num_pages, ps = options.page_size;
+  const std::int64_t rows = std::max<std::int64_t>(options.max_step_rows, 1);
+  const std::int64_t hq = model.num_qo_heads;
+  if (m.mla) {
+    const std::int64_t width = model.head_dim_ckv + model.head_dim_kpe;
+    m.cache = Tensor::empty({L, P, ps, width}, model.kv_dtype, dev);
+    m.out = Tensor::empty({rows, hq, model.head_dim_ckv}, model.q_dtype, dev);
+    m.q_pool = std::make_unique<RandomPool>(model.q_dtype, rows * hq * width, dev, options.seed * 3 + 1);
+    m.kv_pool = std::make_unique<RandomPool>(model.kv_dtype, rows * width, dev, options.seed * 3 + 2);
+  } else {
+    const std::int64_t hk = model.num_kv_heads, d = model.head_dim;
+    m.cache = Tensor::empty({L, P, 2, ps, hk, d}, model.kv_dtype, dev);
+    m.out = Tensor::empty({rows, hq, d}, model.q_dtype, dev);
+    m.q_pool = std::make_unique<RandomPool>(model.q_dtype, rows * hq * d, dev, options.seed * 3 + 1);
+    m.kv_pool = std::make_unique<RandomPool>(model.kv_dtype, rows * hk * d, dev, options.seed * 3 + 2);
+  }
+  m.lse = Tensor::empty({rows, hq}, DType::kF32, dev);
+  m.positions = Tensor::empty({rows}, DType::kI32, dev);
+  m.batch_indices = Tensor::empty({rows}, DType::kI32, dev);
+}
+
+Engine::~Engine() = default;
+
+std::int64_t Engine::kv_cache_bytes() const { return std::int64_t(impl_->cache.nbytes()); }
+
+StepStats Engine::run_step(const StepBatch& batch, OracleCheck* check) {
+  ++impl_->step_index;
+  return impl_->mla ? impl_->run_mla(batch, check) : impl_->run_gqa(batch, check);
+}
+
+StepStats Engine::Impl::run_gqa(const StepBatch& batch, OracleCheck* check) {
+  StepStats st;
+  const Device dev = opt.device;
+  const std::int32_t ps = opt.page_size;
+  const std::int64_t hq = model.num_qo_heads, hk = model.num_kv_heads, d = model.head_dim;
+  const double elem = double(dtype_size(model.kv_dtype)), qelem = double(dtype_size(model.q_dtype));
+
+  // Decode rows of requests whose group has two or more members decoding go through
+  // the cascade (the prefix read once per group); the others through plain decode.
+  std::vector<const DecodeWork*> plain, grouped;
+  std::vector<std::int32_t> group_sizes;
+  {
+    std::map<std::int32_t, std::vector<const DecodeWork*>> by_group;
+    for (const DecodeWork& w : batch.decode) {
+      if (opt.cascade && w.group >= 0 && w.shared_pages > 0) {
+        by_group[w.group].push_back(&w);
+      } else {
+        plain.push_back(&w);
+      }
+    }
+    for (auto& [g, members] : by_group) {
+      if (members.size() < 2) {
+        plain.push_back(members[0]);
+        continue;
+      }
+      group_sizes.push_back(std::int32_t(members.size()));
+      grouped.insert(grouped.end(), members.begin(), members.end());
+    }
+  }
+
+  // Page tables. Rows of q/out: prefill segments, then plain decode, then cascade rows.
+  prefill_qo_indptr.clear();
+  prefill_qo_indptr.host.push_back(0);
+  prefill_table.clear();
+  decode_table.clear();
+  append_indptr.clear();
+  append_indptr.host.push_back(0);
+  append_seq_lens.clear();
+  append_table.clear();
+  std::vector<CheckSegment> segments;
+  std::int64_t row = 0;
+  for (const PrefillWork& w : batch.prefill) {
+    prefill_qo_indptr.host.push_back(prefill_qo_indptr.host.back() + w.qo_len);
+    prefill_table.add(w.pages.data(), std::int32_t(w.pages.size()), w.kv_len, ps);
+    append_table.add(w.pages.data(), std::int32_t(w.pages.size()), w.kv_len, ps);
+    append_indptr.host.push_back(append_indptr.host.back() + w.qo_len);
+    append_seq_lens.host.push_back(w.kv_len);
+    st.prefill_flops += causal_pairs(w.qo_len, w.kv_len) * double(hq) * 4.0 * double(d);
+    st.prefill_bytes += double(w.kv_len) * double(hk * d) * 2 * elem + double(w.qo_len) * double(hq * d) * 2 * qelem;
+    if (check) {
+      segments.push_back({w.sequence < 0 ? fmt::format("prefill of the shared prefix of group {}", w.group)
+                                         : fmt::format("prefill of request {}", w.sequence),
+                          row, w.qo_len, w.kv_len, w.pages});
+    }
+    row += w.qo_len;
+  }
+  const std::int64_t prefill_rows = row;
+  for (const DecodeWork* w : plain) {
+    decode_table.add(w->pages.data(), std::int32_t(w->pages.size()), w->kv_len, ps);
+    st.decode_bytes += double(w->kv_len) * double(hk * d) * 2 * elem;
+    if (check) segments.push_back({fmt::format("decode of request {}", w->sequence), row, 1, w->kv_len, w->pages});
+    ++row;
+  }
+  for (std::size_t i = 0; i < 2; ++i) {
+    cascade_qo_indptr[i].clear();
+    cascade_qo_indptr[i].host.push_back(0);
+    cascade_table[i].clear();
+  }
+  {
+    std::size_t k = 0;
+    for (std::int32_t size : group_sizes) {
+      const DecodeWork* first = grouped[k];
+      cascade_qo_indptr[0].host.push_back(cascade_qo_indptr[0].host.back() + size);
+      cascade_table[0].add(first->pages.data(), first->shared_pages, first->shared_pages * ps, ps);
+      st.decode_bytes += double(first->shared_pages) * ps * double(hk * d) * 2 * elem;
+      for (std::int32_t j = 0; j < size; ++j, ++k) {
+        const DecodeWork* w = grouped[k];
+        const std::int32_t own_pages = std::int32_t(w->pages.size()) - w->shared_pages;
+        const std::int32_t own_len = w->kv_len - w->shared_pages * ps;
+        cascade_qo_indptr[1].host.push_back(cascade_qo_indptr[1].host.back() + 1);
+        cascade_table[1].add(w->pages.data() + w->shared_pages, own_pages, own_len, ps);
+        st.decode_bytes += double(own_len) * double(hk * d) * 2 * elem;
+        if (check) {
+          segments.push_back({fmt::format("decode of request {} (cascade over the prefix of group {})", w->sequence,
+                                          w->group),
+                              row, 1, w->kv_len, w->pages});
+        }
+        ++row;
+      }
+    }
+  }
+  const std::int64_t decode_rows = std::int64_t(plain.size()), cascade_rows = std::int64_t(grouped.size());
+  for (const DecodeWork* w : plain) {
+    append_table.add(w->pages.data(), std::int32_t(w->pages.size()), w->kv_len, ps);
+    append_indptr.host.push_back(append_indptr.host.back() + 1);
+    append_seq_lens.host.push_back(w->kv_len);
+  }
+  for (const DecodeWork* w : grouped) {
+    append_table.add(w->pages.data(), std::int32_t(w->pages.size()), w->kv_len, ps);
+    append_indptr.host.push_back(append_indptr.host.back() + 1);
+    append_seq_lens.host.push_back(w->kv_len);
+  }
+  for (const DecodeWork& w : batch.decode) st.decode_flops += double(w.kv_len) * double(hq) * 4.0 * double(d);
+  st.decode_bytes += double(decode_rows + cascade_rows) * double(hq * d) * 2 * qelem;
+  const std::int64_t rows = row, new_tokens = append_indptr.host.back();
+  st.prefill_rows = prefill_rows;
+  st.decode_rows = decode_rows + cascade_rows;
+  st.cascade_rows = cascade_rows;
+  st.cascade_groups = std::int64_t(group_sizes.size());
+
+  // Plans: once per step, shared by every layer (the page tables are the same).
+  auto t0 = Clock::now();
+  const PageTable append = append_table.on(dev);
+  const TensorView bi = batch_indices.view().slice(0, 0, new_tokens), pos = positions.view().slice(0, 0, new_tokens);
+  if (new_tokens > 0) get_batch_indices_positions(append_indptr.on(dev), append_seq_lens.on(dev), bi, pos);
+  const AttentionOptions causal{.mask_mode = MaskMode::kCausal};
+  if (prefill_rows > 0) {
+    prefill.plan({.qo_indptr = prefill_qo_indptr.on_host(), .page_table = prefill_table.for_plan(dev),
+                  .num_qo_heads = hq, .num_kv_heads = hk, .head_dim = d, .page_size = ps, .options = causal,
+                  .q_dtype = model.q_dtype, .kv_dtype = model.kv_dtype, .o_dtype = model.q_dtype});
+  }
+  if (decode_rows > 0) {
+    decode.plan({.page_table = decode_table.for_plan(dev), .num_qo_heads = hq, .num_kv_heads = hk, .head_dim = d,
+                 .page_size = ps, .q_dtype = model.q_dtype, .kv_dtype = model.kv_dtype, .o_dtype = model.q_dtype});
+  }
+  if (cascade_rows > 0) {
+    cascade.plan({.levels = {{.qo_indptr = cascade_qo_indptr[0].on_host(), .page_table = cascade_table[0].for_plan(dev)},
+                             {.qo_indptr = cascade_qo_indptr[1].on_host(), .page_table = cascade_table[1].for_plan(dev)}},
+                  .num_qo_heads = hq, .num_kv_heads = hk, .head_dim = d, .page_size = ps,
+                  .q_dtype = model.q_dtype, .kv_dtype = model.kv_dtype, .o_dtype = model.q_dtype});
+  }
+  sync();
+  st.plan_s = seconds_since(t0);
+
+  const TensorView out_rows = out.view().slice(0, 0, rows), lse_rows = lse.view().slice(0, 0, rows);
+  const std::int64_t r1 = prefill_rows, r2 = prefill_rows + decode_rows;
+  for (int layer = 0; layer < model.num_layers; ++layer) {
+    const PagedKVCache kv = PagedKVCache::combined(cache.view().select(0, layer), KVLayout::kNHD);
+    if (new_tokens > 0) {
+      const TensorView k_new = kv_pool->take({new_tokens, hk, d}), v_new = kv_pool->take({new_tokens, hk, d});
+      t0 = Clock::now();
+      append_paged_kv_cache(k_new, v_new, bi, pos, kv, append);
+      sync();
+      st.append_s += seconds_since(t0);
+    }
+    const TensorView q = q_pool->take({rows, hq, d});
+    if (prefill_rows > 0) {
+      t0 = Clock::now();
+      prefill.run(q.slice(0, 0, r1), kv, out_rows.slice(0, 0, r1), {.lse = lse_rows.slice(0, 0, r1)});
+      sync();
+      st.prefill_s += seconds_since(t0);
+    }
+    if (decode_rows + cascade_rows > 0) {
+      t0 = Clock::now();
+      if (decode_rows > 0) decode.run(q.slice(0, r1, r2), kv, out_rows.slice(0, r1, r2), {.lse = lse_rows.slice(0, r1, r2)});
+      if (cascade_rows > 0) {
+        cascade.run(q.slice(0, r2, rows), kv, out_rows.slice(0, r2, rows), {.lse = lse_rows.slice(0, r2, rows)});
+      }
+      sync();
+      st.decode_s += seconds_since(t0);
+    }
+    if (check && check->wants(step_index, layer)) check->check_gqa(batch.step, layer, q, out_rows, lse_rows, kv, segments);
+  }
+  const double layers = model.num_layers;
+  st.prefill_flops *= layers;
+  st.prefill_bytes *= layers;
+  st.decode_flops *= layers;
+  st.decode_bytes *= layers;
+  return st;
+}
+
+StepStats Engine::Impl::run_mla(const StepBatch& batch, OracleCheck* check) {
+  StepStats st;
+  const Device dev = opt.device;
+  const std::int32_t ps = opt.page_size;
+  const std::int64_t h = model.num_qo_heads, dc = model.head_dim_ckv, dp = model.head_dim_kpe;
+  const double elem = double(dtype_size(model.kv_dtype)), qelem = double(dtype_size(model.q_dtype));
+  const double flops_per_pair = double(h) * 2.0 * double(2 * dc + dp);
+
+  // MLA has no cascade wrapper: requests of a prefix group still share the prefix's
+  // pages, each reading them through its own page table.
+  prefill_qo_indptr.clear();
+  prefill_qo_indptr.host.push_back(0);
+  mla_decode_qo_indptr.clear();
+  mla_decode_qo_indptr.host.push_back(0);
+  prefill_table.clear();
+  decode_table.clear();
+  mla_prefill_kv_len.clear();
+  mla_decode_kv_len.clear();
+  append_indptr.clear();
+  append_indptr.host.push_back(0);
+  append_seq_lens.clear();
+  append_table.clear();
+  std::vector<CheckSegment> segments;
+  std::int64_t row = 0;
+  for (const PrefillWork& w : batch.prefill) {
+    prefill_qo_indptr.host.push_back(prefill_qo_indptr.host.back() + w.qo_len);
+    prefill_table.add(w.pages.data(), std::int32_t(w.pages.size()), w.kv_len, ps);
+    mla_prefill_kv_len.host.push_back(w.kv_len);
+    append_table.add(w.pages.data(), std::int32_t(w.pages.size()), w.kv_len, ps);
+    append_indptr.host.push_back(append_indptr.host.back() + w.qo_len);
+    append_seq_lens.host.push_back(w.kv_len);
+    st.prefill_flops += causal_pairs(w.qo_len, w.kv_len) * flops_per_pair;
+    st.prefill_bytes += double(w.kv_len) * double(dc + dp) * elem + double(w.qo_len) * double(h * (2 * dc + dp)) * qelem;
+    if (check) {
+      segments.push_back({w.sequence < 0 ? fmt::format("prefill of the shared prefix of group {}", w.group)
+                                         : fmt::format("prefill of request {}", w.sequence),
+                          row, w.qo_len, w.kv_len, w.pages});
+    }
+    row += w.qo_len;
+  }
+  const std::int64_t prefill_rows = row;
+  for (const DecodeWork& w : batch.decode) {
+    mla_decode_qo_indptr.host.push_back(mla_decode_qo_indptr.host.back() + 1);
+    decode_table.add(w.pages.data(), std::int32_t(w.pages.size()), w.kv_len, ps);
+    mla_decode_kv_len.host.push_back(w.kv_len);
+    append_table.add(w.pages.data(), std::int32_t(w.pages.size()), w.kv_len, ps);
+    append_indptr.host.push_back(append_indptr.host.back() + 1);
+    append_seq_lens.host.push_back(w.kv_len);
+    st.decode_flops += double(w.kv_len) * flops_per_pair;
+    st.decode_bytes += double(w.kv_len) * double(dc + dp) * elem + double(h * (2 * dc + dp)) * qelem;
+    if (check) segments.push_back({fmt::format("decode of request {}", w.sequence), row, 1, w.kv_len, w.pages});
+    ++row;
+  }
+  const std::int64_t rows = row, decode_rows = rows - prefill_rows, new_tokens = append_indptr.host.back();
+  st.prefill_rows = prefill_rows;
+  st.decode_rows = decode_rows;
+
+  auto t0 = Clock::now();
+  const PageTable append = append_table.on(dev);
+  const TensorView bi = batch_indices.view().slice(0, 0, new_tokens), pos = positions.view().slice(0, 0, new_tokens);
+  if (new_tokens > 0) get_batch_indices_positions(append_indptr.on(dev), append_seq_lens.on(dev), bi, pos);
+  const std::optional<float> scale = model.sm_scale();
+  if (prefill_rows > 0) {
+    mla_prefill.plan({.qo_indptr = prefill_qo_indptr.on_host(), .kv_indptr = prefill_table.indptr.on_host(),
+                      .kv_indices = prefill_table.indices.on(dev), .kv_len = mla_prefill_kv_len.on_host(),
+                      .num_heads = h, .head_dim_ckv = dc, .head_dim_kpe = dp, .page_size = ps, .causal = true,
+                      .sm_scale = scale, .q_dtype = model.q_dtype, .kv_dtype = model.kv_dtype});
+  }
+  if (decode_rows > 0) {
+    mla_decode.plan({.qo_indptr = mla_decode_qo_indptr.on_host(), .kv_indptr = decode_table.indptr.on_host(),
+                     .kv_indices = decode_table.indices.on(dev), .kv_len = mla_decode_kv_len.on_host(),
+                     .num_heads = h, .head_dim_ckv = dc, .head_dim_kpe = dp, .page_size = ps, .causal = true,
+                     .sm_scale = scale, .q_dtype = model.q_dtype, .kv_dtype = model.kv_dtype});
+  }
+  sync();
+  st.plan_s = seconds_since(t0);
+
+  const TensorView out_rows = out.view().slice(0, 0, rows), lse_rows = lse.view().slice(0, 0, rows);
+  const std::int64_t r1 = prefill_rows;
+  for (int layer = 0; layer < model.num_layers; ++layer) {
+    const MLACache kv = MLACache::combined(cache.view().select(0, layer), dc);
+    if (new_tokens > 0) {
+      const TensorView ckv_new = kv_pool->take({new_tokens, dc}), kpe_new = kv_pool->take({new_tokens, dp});
+      t0 = Clock::now();
+      append_paged_mla_kv_cache(ckv_new, kpe_new, bi, pos, kv, append);
+      sync();
+      st.append_s += seconds_since(t0);
+    }
+    const TensorView q_nope = q_pool->take({rows, h, dc}), q_pe = q_pool->take({rows, h, dp});
+    if (prefill_rows > 0) {
+      t0 = Clock::now();
+      mla_prefill.run(q_nope.slice(0, 0, r1), q_pe.slice(0, 0, r1), kv, out_rows.slice(0, 0, r1),
+                      {.lse = lse_rows.slice(0, 0, r1)});
+      sync();
+      st.prefill_s += seconds_since(t0);
+    }
+    if (decode_rows > 0) {
+      t0 = Clock::now();
+      mla_decode.run(q_nope.slice(0, r1, rows), q_pe.slice(0, r1, rows), kv, out_rows.slice(0, r1, rows),
+                     {.lse = lse_rows.slice(0, r1, rows)});
+      sync();
+      st.decode_s += seconds_since(t0);
+    }
+    if (check && check->wants(step_index, layer)) {
+      check->check_mla(batch.step, layer, q_nope, q_pe, out_rows, lse_rows, kv, segments);
+    }
+  }
+  const double layers = model.num_layers;
+  st.prefill_flops *= layers;
+  st.prefill_bytes *= layers;
+  st.decode_flops *= layers;
+  st.decode_bytes *= layers;
+  return st;
+}
+
+}  // namespace kvinfer::cli
