@@ -50,7 +50,7 @@ struct ScheduleInput {
   std::int32_t q_tile_rows = 64;     // packed rows per work item (chosen by the backend's kernel)
   std::int64_t fixed_split_size = -1;
   bool disable_split_kv = false;
-  std::int64_t min_chunk_tokens = 128;  // splitting finer costs more in merges than it gains
+  std::int64_t min_chunk_tokens = 256;  // splitting finer costs more in merges than it gains
   std::span<const std::int64_t> mask_offsets;  // byte offset of each request's packed mask, or empty
   // Fixed-capacity mode: sizes are the worst case of the capacity, not of this batch.
   struct Capacity {

@@ -33,20 +33,29 @@ struct DecodeShape {
   static_assert(kLanes >= 1 && kLanes <= 32 && 32 % kLanes == 0, "head_dim must be 64, 128 or 256");
 };
 
-// Address of key row j of the item's request and KV head.
-struct KeyRow {
-  const char* base;
-  std::int64_t stride_page, stride_token;
+// Where key row j of the item's request lives: (page, slot) through the page
+// table (looked up once for K and V), or (0, j) for ragged KV.
+struct KeySlot {
+  std::int64_t page;
+  std::int64_t slot;
+};
+struct KeyLocator {
   const std::int32_t* pages;  // null: ragged
   FastDivmod page_size;
-  std::int32_t elem;
-
-  __device__ __forceinline__ const char* operator()(std::int32_t j) const {
-    if (pages == nullptr) return base + std::int64_t(j) * stride_token * elem;
+  __device__ __forceinline__ KeySlot operator()(std::int32_t j) const {
+    if (pages == nullptr) return {0, j};
     std::uint32_t slot;
     const std::uint32_t page_slot = page_size.divmod(std::uint32_t(j), &slot);
-    const std::int64_t page = __ldg(pages + page_slot);
-    return base + (page * stride_page + std::int64_t(slot) * stride_token) * elem;
+    return {__ldg(pages + page_slot), std::int64_t(slot)};
+  }
+};
+
+// Key row address of one of K / V for the item's KV head.
+struct KeyRow {
+  const char* base;
+  std::int64_t stride_page, stride_token;  // bytes
+  __device__ __forceinline__ const char* operator()(KeySlot s) const {
+    return base + s.page * stride_page + s.slot * stride_token;
   }
 };
 
@@ -74,6 +83,45 @@ __device__ __forceinline__ void rope_vec8(float* x, int lane_in_row, float pos, 
 // keeps enough loads in flight for a memory-bound kernel.
 template <int kRows>
 inline constexpr int kDecodeMinBlocks = kRows >= 8 ? 2 : (kRows >= 2 ? 4 : 5);
+
+// Sums x[i] over the kLanes lanes of a key row for every row i, and leaves every
+// sum in every lane. A butterfly that halves the rows at each step (a lane keeps
+// the half its lane bit selects and sends the other) costs log2(kLanes) +
+// kRows - 1 shuffles instead of kRows * log2(kLanes); kRows broadcasts follow.
+template <int kRows, int kLanes>
+__device__ __forceinline__ void reduce_rows(float (&x)[kRows], int lane) {
+  static_assert(kRows <= kLanes, "one lane bit per halving step");
+  int group = kRows;
+#pragma unroll
+  for (int off = kLanes / 2; off >= 1; off /= 2) {
+    if (group > 1) {
+      const bool upper = (lane & off) != 0;
+      const int half = group / 2;
+#pragma unroll
+      for (int i = 0; i < kRows / 2; ++i) {
+        if (i < half) {
+          const float send = upper ? x[i] : x[i + half];
+          const float keep = upper ? x[i + half] : x[i];
+          x[i] = keep + __shfl_xor_sync(0xffffffffu, send, off, kLanes);
+        }
+      }
+      group = half;
+    } else {
+      x[0] += __shfl_xor_sync(0xffffffffu, x[0], off, kLanes);
+    }
+  }
+  // Row r now sits in the lanes whose halving bits spell r (most significant first).
+  const float mine = x[0];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) {
+    int src = 0, bit = kLanes / 2;
+#pragma unroll
+    for (int g = kRows; g > 1; g /= 2, bit /= 2) {
+      if (r & (g / 2)) src |= bit;
+    }
+    x[r] = __shfl_sync(0xffffffffu, mine, src, kLanes);
+  }
+}
 
 template <class TQ, class TKV, class TO, int D, int kRows>
 __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decode_kernel(const __grid_constant__ AttentionKernelParams p) {
@@ -109,15 +157,15 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decod
     }
   }
 
-  const int elem = int(sizeof(TKV));
-  const std::int32_t* pages = p.kv_indices ? p.kv_indices + r.kv_begin : nullptr;
+  const std::int64_t elem = sizeof(TKV);
+  const KeyLocator locate{p.kv_indices ? p.kv_indices + r.kv_begin : nullptr, p.page_size};
   const std::int64_t ragged_offset = p.kv_indices ? 0 : std::int64_t(r.kv_begin);
   const KeyRow k_row{static_cast<const char*>(p.k) + (item.kv_head * p.k_stride_head + ragged_offset * p.k_stride_token +
                                                       lane_in_row * kVec) * elem,
-                     p.k_stride_page, p.k_stride_token, pages, p.page_size, elem};
+                     p.k_stride_page * elem, p.k_stride_token * elem};
   const KeyRow v_row{static_cast<const char*>(p.v) + (item.kv_head * p.v_stride_head + ragged_offset * p.v_stride_token +
                                                       lane_in_row * kVec) * elem,
-                     p.v_stride_page, p.v_stride_token, pages, p.page_size, elem};
+                     p.v_stride_page * elem, p.v_stride_token * elem};
 
   float m[kRows], d[kRows], acc[kRows][kVec];
 #pragma unroll
@@ -138,8 +186,9 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decod
     for (int u = 0; u < kUnroll; ++u) {
       const int j = j0 + u * kStreams;
       if (j < item.kv_end) {
-        kv_k[u] = load_vec8(reinterpret_cast<const TKV*>(k_row(j)));
-        kv_v[u] = load_vec8(reinterpret_cast<const TKV*>(v_row(j)));
+        const KeySlot at = locate(j);
+        kv_k[u] = load_vec8(reinterpret_cast<const TKV*>(k_row(at)));
+        kv_v[u] = load_vec8(reinterpret_cast<const TKV*>(v_row(at)));
       } else {
         zero(kv_k[u]);
         zero(kv_v[u]);
@@ -152,13 +201,17 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decod
       kv_k[u].to_float(kf);
       const int j = j0 + u * kStreams;
       if (p.rope) rope_vec8<D>(kf, lane_in_row, float(j), p.rope_rcp_scale, p.rope_rcp_theta);
+      float dots[kRows];
 #pragma unroll
       for (int i = 0; i < kRows; ++i) {
-        float dot = 0.0f;
+        dots[i] = 0.0f;
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) dot = fmaf(q[i][e], kf[e], dot);
+        for (int e = 0; e < kVec; ++e) dots[i] = fmaf(q[i][e], kf[e], dots[i]);
+      }
+      reduce_rows<kRows, kLanes>(dots, lane_in_row);
 #pragma unroll
-        for (int off = kLanes / 2; off >= 1; off /= 2) dot += __shfl_xor_sync(0xffffffffu, dot, off, kLanes);
+      for (int i = 0; i < kRows; ++i) {
+        float dot = dots[i];
         if (!fold_scale) {
           float x = dot * p.sm_scale;
           if (p.alibi_slopes) x += __ldg(p.alibi_slopes + head[i]) * float(j - (r.kv_len - r.qo_len + token[i]));
