@@ -2,7 +2,8 @@
 // CPU attention throughput next to the memory read bandwidth measured in the same
 // run (PERF.md, CPU decode: paged decode >= 50% of the read bandwidth): a streaming
 // sum over >= 1 GiB with every thread, paged decode (bf16 KV, Hq 32 / Hk 8, d 128,
-// page 16, batch 16 x 4k) and ragged prefill (causal and not).
+// page 16, batch 16 x 4k, pages shuffled; also 1 x 32k and 64 x 1k) taking turns with
+// it, and ragged prefill (causal and not, GFLOP/s).
 //
 //   bench_cpu_attention [--json PATH] [--runs N] [--quick] [--read-gib G]
 #include <fmt/format.h>
@@ -13,6 +14,8 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
@@ -60,6 +63,12 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+double time_once(const std::function<void()>& fn) {
+  const auto t0 = Clock::now();
+  fn();
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
 // Times fn() `runs` times after one warm-up; returns the seconds of each run.
 template <class Fn>
 std::vector<double> time_runs(int runs, Fn&& fn) {
@@ -103,22 +112,21 @@ void fill_bf16(const Tensor& t, std::uint64_t seed) {
 // --------------------------------------------------------------- read ceiling
 // A streaming sum over a buffer far larger than the caches, split into one
 // contiguous part per thread: what a kernel that reads each byte once can reach.
-struct ReadResult {
-  double gbps_median = 0, gbps_best = 0, bytes = 0;
-};
-
-ReadResult read_bandwidth(double gib, int runs) {
-  const std::int64_t n = std::int64_t(gib * double(1ll << 30)) / 8;
-  std::vector<std::uint64_t> buf(static_cast<std::size_t>(n));
-  const int threads = cpu::num_threads();
-  cpu::parallel_for(threads, [&](std::int64_t t) {
-    for (std::int64_t i = n * t / threads; i < n * (t + 1) / threads; ++i) buf[std::size_t(i)] = std::uint64_t(i) * 7;
-  });
-  std::vector<std::uint64_t> sums(static_cast<std::size_t>(threads));
-  auto sum = [&] {
+class ReadCeiling {
+ public:
+  explicit ReadCeiling(double gib) : n_(std::int64_t(gib * double(1ll << 30)) / 8), buf_(static_cast<std::size_t>(n_)) {
+    const int threads = cpu::num_threads();
     cpu::parallel_for(threads, [&](std::int64_t t) {
-      const std::uint64_t* p = buf.data();
-      const std::int64_t b = n * t / threads, e = n * (t + 1) / threads;
+      for (std::int64_t i = n_ * t / threads; i < n_ * (t + 1) / threads; ++i) buf_[std::size_t(i)] = std::uint64_t(i) * 7;
+    });
+  }
+  double bytes() const { return double(n_) * 8; }
+  void run() {
+    const int threads = cpu::num_threads();
+    std::vector<std::uint64_t> sums(static_cast<std::size_t>(threads));
+    cpu::parallel_for(threads, [&](std::int64_t t) {
+      const std::uint64_t* p = buf_.data();
+      const std::int64_t b = n_ * t / threads, e = n_ * (t + 1) / threads;
       // Eight independent integer sums: vectorised, and integer addition needs no
       // fast-math to be reordered.
       std::uint64_t acc[8] = {};
@@ -128,61 +136,58 @@ ReadResult read_bandwidth(double gib, int runs) {
       for (; i < e; ++i) acc[0] += p[i];
       sums[std::size_t(t)] = std::accumulate(acc, acc + 8, std::uint64_t(0));
     });
-  };
-  const std::vector<double> t = time_runs(runs, sum);
-  volatile std::uint64_t sink = std::accumulate(sums.begin(), sums.end(), std::uint64_t(0));
-  (void)sink;
-  ReadResult r;
-  r.bytes = double(n) * 8;
-  r.gbps_median = r.bytes / median(t) / 1e9;
-  r.gbps_best = r.bytes / *std::min_element(t.begin(), t.end()) / 1e9;
-  return r;
-}
+    sink_ += std::accumulate(sums.begin(), sums.end(), std::uint64_t(0));
+  }
+
+ private:
+  std::int64_t n_;
+  std::vector<std::uint64_t> buf_;
+  std::uint64_t sink_ = 0;
+};
 
 // --------------------------------------------------------------- paged decode
 struct DecodeShape {
   std::int64_t batch, kv_len, hq = 32, hk = 8, d = 128, page = 16;
 };
 
-nlohmann::json bench_decode(const DecodeShape& s, int runs, double read_gbps) {
-  const std::int64_t pages_per_req = (s.kv_len + s.page - 1) / s.page;
-  const std::int64_t num_pages = s.batch * pages_per_req;
-  // A serving system's pool leaves each request's pages scattered: shuffle them.
-  std::vector<std::int32_t> ids(static_cast<std::size_t>(num_pages));
-  std::iota(ids.begin(), ids.end(), 0);
-  std::shuffle(ids.begin(), ids.end(), std::mt19937_64(7));
-  std::vector<std::int32_t> indptr{0}, last;
-  for (std::int64_t b = 0; b < s.batch; ++b) {
-    indptr.push_back(std::int32_t((b + 1) * pages_per_req));
-    last.push_back(std::int32_t(s.kv_len - (pages_per_req - 1) * s.page));
+class DecodeCase {
+ public:
+  explicit DecodeCase(const DecodeShape& s) : s_(s) {
+    const std::int64_t pages_per_req = (s.kv_len + s.page - 1) / s.page;
+    const std::int64_t num_pages = s.batch * pages_per_req;
+    // A serving system's pool leaves each request's pages scattered: shuffle them.
+    ids_.resize(static_cast<std::size_t>(num_pages));
+    std::iota(ids_.begin(), ids_.end(), 0);
+    std::shuffle(ids_.begin(), ids_.end(), std::mt19937_64(7));
+    indptr_.push_back(0);
+    for (std::int64_t b = 0; b < s.batch; ++b) {
+      indptr_.push_back(std::int32_t((b + 1) * pages_per_req));
+      last_.push_back(std::int32_t(s.kv_len - (pages_per_req - 1) * s.page));
+    }
+    cache_ = Tensor::empty({num_pages, 2, s.page, s.hk, s.d}, DType::kBF16);
+    q_ = Tensor::empty({s.batch, s.hq, s.d}, DType::kBF16);
+    out_ = Tensor::empty({s.batch, s.hq, s.d}, DType::kBF16);
+    fill_bf16(cache_, 1);
+    fill_bf16(q_, 2);
+    const PageTable table{TensorView(indptr_.data(), DType::kI32, {s.batch + 1}),
+                          TensorView(ids_.data(), DType::kI32, {num_pages}),
+                          TensorView(last_.data(), DType::kI32, {s.batch})};
+    w_.plan({.page_table = table, .num_qo_heads = s.hq, .num_kv_heads = s.hk, .head_dim = s.d, .page_size = s.page});
+    run();  // warm-up
   }
-  Tensor cache = Tensor::empty({num_pages, 2, s.page, s.hk, s.d}, DType::kBF16);
-  Tensor q = Tensor::empty({s.batch, s.hq, s.d}, DType::kBF16), out = Tensor::empty({s.batch, s.hq, s.d}, DType::kBF16);
-  fill_bf16(cache, 1);
-  fill_bf16(q, 2);
-  const PageTable table{TensorView(indptr.data(), DType::kI32, {s.batch + 1}),
-                        TensorView(ids.data(), DType::kI32, {num_pages}),
-                        TensorView(last.data(), DType::kI32, {s.batch})};
-  BatchDecodeWithPagedKVCache w;
-  w.plan({.page_table = table, .num_qo_heads = s.hq, .num_kv_heads = s.hk, .head_dim = s.d, .page_size = s.page});
-  const PagedKVCache kv = PagedKVCache::combined(cache);
-  const std::vector<double> t = time_runs(runs, [&] { w.run(q, kv, out); });
-  const double sec = median(t);
-  const double kv_bytes = double(s.batch * s.kv_len * s.hk * s.d * 2 * 2);
-  const double bytes = kv_bytes + double(q.nbytes() + out.nbytes());
-  const double flops = double(s.batch * s.kv_len * s.hq * s.d * 2 * 2);
-  const double gbps = bytes / sec / 1e9;
-  return {{"name", fmt::format("decode B{} L{}", s.batch, s.kv_len)},
-          {"op", "paged_decode"},
-          {"shape", fmt::format("bf16 KV, Hq {} / Hk {}, d {}, page {}, batch {} x {}", s.hq, s.hk, s.d, s.page,
-                                s.batch, s.kv_len)},
-          {"ms", sec * 1e3},
-          {"ms_best", *std::min_element(t.begin(), t.end()) * 1e3},
-          {"bytes", bytes},
-          {"gbps", gbps},
-          {"gflops", flops / sec / 1e9},
-          {"fraction_of_read", gbps / read_gbps}};
-}
+  void run() { w_.run(q_, PagedKVCache::combined(cache_), out_); }
+  double bytes() const {
+    return double(s_.batch * s_.kv_len * s_.hk * s_.d * 2 * 2) + double(q_.nbytes() + out_.nbytes());
+  }
+  double flops() const { return double(s_.batch * s_.kv_len * s_.hq * s_.d * 2 * 2); }
+  const DecodeShape& shape() const { return s_; }
+
+ private:
+  DecodeShape s_;
+  std::vector<std::int32_t> ids_, indptr_, last_;
+  Tensor cache_, q_, out_;
+  BatchDecodeWithPagedKVCache w_;
+};
 
 // --------------------------------------------------------------- ragged prefill
 struct PrefillShape {
@@ -248,17 +253,50 @@ int main(int argc, char** argv) try {
   report["date"] = today();
   fmt::print("CPU: {} | threads {} | ISA {}\n", cpu_model(), cpu::num_threads(), cpu::cpu_isa_name(cpu::cpu_isa()));
 
-  const ReadResult read = read_bandwidth(args.quick ? 0.25 : std::max(1.0, args.read_gib), args.quick ? 3 : 7);
-  report["ceilings"] = {{"read_gbps", read.gbps_median}, {"read_gbps_best", read.gbps_best}, {"read_bytes", read.bytes}};
-  fmt::print("read bandwidth (streaming sum over {:.2f} GiB): {:.2f} GB/s median, {:.2f} GB/s best\n",
-             read.bytes / double(1ll << 30), read.gbps_median, read.gbps_best);
-
-  std::vector<nlohmann::json> rows;
-  const int runs = args.quick ? 2 : args.runs;
+  // The ceiling and the decode cases take turns, round after round, so that both
+  // see the same machine (a shared machine's load changes from second to second);
+  // the fraction compares their medians.
+  ReadCeiling ceiling(args.quick ? 0.25 : std::max(1.0, args.read_gib));
+  std::vector<std::unique_ptr<DecodeCase>> decode;
   for (const DecodeShape& s : args.quick ? std::vector<DecodeShape>{{4, 1024}}
                                          : std::vector<DecodeShape>{{16, 4096}, {1, 32768}, {64, 1024}}) {
-    rows.push_back(bench_decode(s, runs, read.gbps_median));
+    decode.push_back(std::make_unique<DecodeCase>(s));
   }
+  ceiling.run();
+  const int rounds = args.quick ? 3 : std::max(args.runs, 5);
+  std::vector<double> read_s;
+  std::vector<std::vector<double>> decode_s(decode.size());
+  for (int r = 0; r < rounds; ++r) {
+    read_s.push_back(time_once([&] { ceiling.run(); }));
+    for (std::size_t c = 0; c < decode.size(); ++c) decode_s[c].push_back(time_once([&] { decode[c]->run(); }));
+  }
+  const double read_gbps = ceiling.bytes() / median(read_s) / 1e9;
+  const double read_best = ceiling.bytes() / *std::min_element(read_s.begin(), read_s.end()) / 1e9;
+  report["ceilings"] = {{"read_gbps", read_gbps}, {"read_gbps_best", read_best}, {"read_bytes", ceiling.bytes()},
+                        {"rounds", rounds}};
+  fmt::print("read bandwidth (streaming sum over {:.2f} GiB, {} rounds): {:.2f} GB/s median, {:.2f} GB/s best\n",
+             ceiling.bytes() / double(1ll << 30), rounds, read_gbps, read_best);
+
+  std::vector<nlohmann::json> rows;
+  for (std::size_t c = 0; c < decode.size(); ++c) {
+    const DecodeShape& s = decode[c]->shape();
+    const double sec = median(decode_s[c]);
+    const double best = *std::min_element(decode_s[c].begin(), decode_s[c].end());
+    const double gbps = decode[c]->bytes() / sec / 1e9;
+    rows.push_back({{"name", fmt::format("decode B{} L{}", s.batch, s.kv_len)},
+                    {"op", "paged_decode"},
+                    {"shape", fmt::format("bf16 KV, Hq {} / Hk {}, d {}, page {}, batch {} x {}", s.hq, s.hk, s.d,
+                                          s.page, s.batch, s.kv_len)},
+                    {"ms", sec * 1e3},
+                    {"ms_best", best * 1e3},
+                    {"bytes", decode[c]->bytes()},
+                    {"gbps", gbps},
+                    {"gbps_best", decode[c]->bytes() / best / 1e9},
+                    {"gflops", decode[c]->flops() / sec / 1e9},
+                    {"fraction_of_read", gbps / read_gbps}});
+  }
+  decode.clear();
+  const int runs = args.quick ? 2 : args.runs;
   for (const PrefillShape& s : args.quick ? std::vector<PrefillShape>{{1, 256, true}}
                                           : std::vector<PrefillShape>{{2, 1024, true}, {2, 1024, false}}) {
     rows.push_back(bench_prefill(s, std::max(1, runs / 3)));

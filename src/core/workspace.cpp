@@ -2,7 +2,6 @@
 #include "core/workspace.hpp"
 
 #include <cstring>
-#include <vector>
 
 #include "core/check.hpp"
 #ifdef KVINFER_WITH_CUDA
@@ -10,6 +9,21 @@
 #endif
 
 namespace kvinfer::detail {
+
+namespace {
+
+// The schedule's arrays at their workspace offsets (bytes between them are unused).
+void write_schedule(const Schedule& s, std::int64_t batch_size, std::int64_t nnz_q, std::uint8_t* dst) {
+  const WorkspaceLayout& l = s.layout;
+  std::memcpy(dst + l.requests, s.requests.data(), s.requests.size() * sizeof(RequestInfo));
+  std::memcpy(dst + l.items, s.items.data(), s.items.size() * sizeof(WorkItem));
+  std::memcpy(dst + l.merge_tokens, s.merge_tokens.data(), s.merge_tokens.size() * sizeof(MergeToken));
+  const std::int32_t counts[4] = {std::int32_t(s.items.size()), std::int32_t(s.merge_tokens.size()),
+                                  std::int32_t(batch_size), std::int32_t(nnz_q)};
+  std::memcpy(dst + l.counts, counts, sizeof(counts));
+}
+
+}  // namespace
 
 void PlanWorkspace::upload(std::string_view op, const Schedule& s, std::int64_t batch_size, std::int64_t nnz_q) {
   const WorkspaceLayout& l = s.layout;
@@ -21,17 +35,19 @@ void PlanWorkspace::upload(std::string_view op, const Schedule& s, std::int64_t 
   grow(int_buffer_, l.int_bytes, "int workspace");
   grow(float_buffer_, l.float_bytes, "float workspace");
 
-  std::vector<std::uint8_t> host(l.int_bytes, 0);
-  std::memcpy(host.data() + l.requests, s.requests.data(), s.requests.size() * sizeof(RequestInfo));
-  std::memcpy(host.data() + l.items, s.items.data(), s.items.size() * sizeof(WorkItem));
-  std::memcpy(host.data() + l.merge_tokens, s.merge_tokens.data(), s.merge_tokens.size() * sizeof(MergeToken));
-  const std::int32_t counts[4] = {std::int32_t(s.items.size()), std::int32_t(s.merge_tokens.size()),
-                                  std::int32_t(batch_size), std::int32_t(nnz_q)};
-  std::memcpy(host.data() + l.counts, counts, sizeof(counts));
-  copy(int_buffer_.view().slice(0, 0, std::int64_t(host.size())),
-       TensorView(host.data(), DType::kU8, {std::int64_t(host.size())}));
+  // The CPU reads the schedule where it is written; a GPU gets it through a host
+  // staging buffer kept across plans, in one copy.
+  if (device_.is_cpu()) {
+    write_schedule(s, batch_size, nnz_q, int_buffer_.data_as<std::uint8_t>());
+    return;
+  }
+  if (!staging_.defined() || staging_.nbytes() < l.int_bytes) {
+    staging_ = Tensor::empty({std::int64_t(int_buffer_.nbytes())}, DType::kU8);
+  }
+  write_schedule(s, batch_size, nnz_q, staging_.data_as<std::uint8_t>());
+  copy(int_buffer_.view().slice(0, 0, std::int64_t(l.int_bytes)), staging_.view().slice(0, 0, std::int64_t(l.int_bytes)));
 #ifdef KVINFER_WITH_CUDA
-  if (device_.is_cuda()) cuda::stream_synchronize(nullptr);  // `host` goes out of scope
+  cuda::stream_synchronize(nullptr);  // the staging buffer is rewritten by the next plan
 #endif
 }
 

@@ -35,6 +35,7 @@ class PlanWorkspace {
   bool fixed_;
   Tensor int_buffer_;
   Tensor float_buffer_;
+  Tensor staging_;  // host copy of the int buffer for GPU devices
 };
 
 }  // namespace kvinfer::detail

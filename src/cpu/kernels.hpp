@@ -34,7 +34,7 @@ struct CpuKernels {
   // dst[i] = dtype(in[i]), rounded to nearest even (as kvinfer::f32_to_*).
   void (*store_row)(const float* in, DType dtype, void* dst, std::int64_t n);
   // s[i, j] = q[i] . k_rows[j] for i < rows, j < keys; key rows in k_dtype (f32 for rows
-  // converted beforehand); dim % 8 == 0.
+  // converted beforehand); dim % 16 == 0.
   void (*block_scores)(const float* q, std::int64_t ldq, std::int64_t rows, const void* const* k_rows,
                        DType k_dtype, std::int64_t keys, std::int64_t dim, float* s, std::int64_t lds,
                        const PrefetchRows& prefetch);

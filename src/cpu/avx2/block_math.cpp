@@ -15,6 +15,26 @@ namespace {
 
 constexpr int kRowTile = 4;
 
+// s[r, c] = the horizontal sum of acc[r][c].
+template <int R, int C>
+inline void store_sums(__m256 (&acc)[R][C], float* s, std::int64_t lds) {
+  if constexpr (R == 4 && C == 2) {
+    // The eight horizontal sums at once: two rounds of pairwise adds leave
+    // (r0c0, r0c1, r1c0, r1c1) and (r2c0, ..., r3c1) in the halves of two vectors.
+    const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(acc[0][0], acc[0][1]), _mm256_hadd_ps(acc[1][0], acc[1][1]));
+    const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(acc[2][0], acc[2][1]), _mm256_hadd_ps(acc[3][0], acc[3][1]));
+    const __m128 v0 = _mm_add_ps(_mm256_castps256_ps128(u0), _mm256_extractf128_ps(u0, 1));
+    const __m128 v1 = _mm_add_ps(_mm256_castps256_ps128(u1), _mm256_extractf128_ps(u1, 1));
+    _mm_storel_pi(reinterpret_cast<__m64*>(s), v0);
+    _mm_storeh_pi(reinterpret_cast<__m64*>(s + lds), v0);
+    _mm_storel_pi(reinterpret_cast<__m64*>(s + 2 * lds), v1);
+    _mm_storeh_pi(reinterpret_cast<__m64*>(s + 3 * lds), v1);
+  } else {
+    for (int r = 0; r < R; ++r)
+      for (int c = 0; c < C; ++c) s[r * lds + c] = hsum(acc[r][c]);
+  }
+}
+
 // s[r, c] = q[r] . k_rows[c] for R rows and C keys; each 8-element slice of a key row
 // is widened once for the R rows.
 template <DType T, int R, int C>
@@ -37,35 +57,53 @@ inline void score_tile(const float* q, std::int64_t ldq, const void* const* k_ro
       for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(qv, kv[c], acc[r][c]);
     }
   }
-  if constexpr (R == 4 && C == 2) {
-    // The eight horizontal sums at once: two rounds of pairwise adds leave
-    // (r0c0, r0c1, r1c0, r1c1) and (r2c0, ..., r3c1) in the halves of two vectors.
-    const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(acc[0][0], acc[0][1]), _mm256_hadd_ps(acc[1][0], acc[1][1]));
-    const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(acc[2][0], acc[2][1]), _mm256_hadd_ps(acc[3][0], acc[3][1]));
-    const __m128 v0 = _mm_add_ps(_mm256_castps256_ps128(u0), _mm256_extractf128_ps(u0, 1));
-    const __m128 v1 = _mm_add_ps(_mm256_castps256_ps128(u1), _mm256_extractf128_ps(u1, 1));
-    _mm_storel_pi(reinterpret_cast<__m64*>(s), v0);
-    _mm_storeh_pi(reinterpret_cast<__m64*>(s + lds), v0);
-    _mm_storel_pi(reinterpret_cast<__m64*>(s + 2 * lds), v1);
-    _mm_storeh_pi(reinterpret_cast<__m64*>(s + 3 * lds), v1);
+  store_sums<R, C>(acc, s, lds);
+}
+
+// score_tile for bf16 keys with q split into even and odd elements per 16 (qs, see
+// load16_bf16_split): 16 key elements cost one load, a shift and an AND.
+template <int R, int C>
+inline void score_tile_bf16(const float* qs, std::int64_t ldq, const void* const* k_rows, std::int64_t dim,
+                            float* s, std::int64_t lds) {
+  const char* k[C];
+  for (int c = 0; c < C; ++c) k[c] = static_cast<const char*>(k_rows[c]);
+  __m256 acc[R][C];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
+  for (std::int64_t d = 0; d < dim; d += 16) {
+    __m256 ke[C], ko[C];
+    for (int c = 0; c < C; ++c) load16_bf16_split(k[c] + d * 2, ke[c], ko[c]);
+    for (int r = 0; r < R; ++r) {
+      __m256 qe = _mm256_loadu_ps(qs + r * ldq + d), qo = _mm256_loadu_ps(qs + r * ldq + d + 8);
+      if constexpr (C > 1) __asm__("" : "+x"(qe), "+x"(qo));
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(qo, ko[c], _mm256_fmadd_ps(qe, ke[c], acc[r][c]));
+    }
+  }
+  store_sums<R, C>(acc, s, lds);
+}
+
+template <DType T, int R, int C, bool kSplit>
+inline void score_tile_any(const float* q, std::int64_t ldq, const void* const* k_rows, std::int64_t dim, float* s,
+                           std::int64_t lds) {
+  if constexpr (T == DType::kBF16 && kSplit) {
+    score_tile_bf16<R, C>(q, ldq, k_rows, dim, s, lds);
   } else {
-    for (int r = 0; r < R; ++r)
-      for (int c = 0; c < C; ++c) s[r * lds + c] = hsum(acc[r][c]);
+    score_tile<T, R, C>(q, ldq, k_rows, dim, s, lds);
   }
 }
 
 // The prefetches go with the first row tile's keys, spread evenly over them.
-template <DType T, int R>
+template <DType T, int R, bool kSplit>
 inline void score_rows(const float* q, std::int64_t ldq, const void* const* k_rows, std::int64_t keys,
                        std::int64_t dim, float* s, std::int64_t lds, const PrefetchRows* prefetch) {
   std::int64_t j = 0;
   for (; j + 2 <= keys; j += 2) {
     if (prefetch) prefetch_rows(*prefetch, prefetch->count * j / keys, prefetch->count * (j + 2) / keys);
-    score_tile<T, R, 2>(q, ldq, k_rows + j, dim, s + j, lds);
+    score_tile_any<T, R, 2, kSplit>(q, ldq, k_rows + j, dim, s + j, lds);
   }
   if (j < keys) {
     if (prefetch) prefetch_rows(*prefetch, prefetch->count * j / keys, prefetch->count);
-    score_tile<T, R, 1>(q, ldq, k_rows + j, dim, s + j, lds);
+    score_tile_any<T, R, 1, kSplit>(q, ldq, k_rows + j, dim, s + j, lds);
   }
 }
 
@@ -73,14 +111,43 @@ template <DType T>
 void scores_as(const float* q, std::int64_t ldq, std::int64_t rows, const void* const* k_rows, std::int64_t keys,
                std::int64_t dim, float* s, std::int64_t lds, const PrefetchRows& prefetch) {
   const PrefetchRows* pf = prefetch.count > 0 ? &prefetch : nullptr;
+  // bf16 keys: q split into even and odd elements per 16, as the keys will be (on the
+  // stack: decode has at most a few rows; many rows take the generic path).
+  constexpr std::int64_t kSplitFloats = 8 * 512;
+  alignas(32) float split[kSplitFloats];
+  bool split_q = false;
+  if constexpr (T == DType::kBF16) split_q = rows * dim <= kSplitFloats;
+  if (split_q) {
+    for (std::int64_t r = 0; r < rows; ++r) {
+      for (std::int64_t d = 0; d < dim; d += 16) {
+        __m256 even, odd;
+        split_even_odd(_mm256_loadu_ps(q + r * ldq + d), _mm256_loadu_ps(q + r * ldq + d + 8), even, odd);
+        _mm256_store_ps(split + r * dim + d, even);
+        _mm256_store_ps(split + r * dim + d + 8, odd);
+      }
+    }
+    q = split;
+    ldq = dim;
+    std::int64_t i = 0;
+    for (; i + kRowTile <= rows; i += kRowTile, pf = nullptr) {
+      score_rows<T, 4, true>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf);
+    }
+    switch (rows - i) {
+      case 3: score_rows<T, 3, true>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf); break;
+      case 2: score_rows<T, 2, true>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf); break;
+      case 1: score_rows<T, 1, true>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf); break;
+      default: break;
+    }
+    return;
+  }
   std::int64_t i = 0;
   for (; i + kRowTile <= rows; i += kRowTile, pf = nullptr) {
-    score_rows<T, 4>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf);
+    score_rows<T, 4, false>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf);
   }
   switch (rows - i) {
-    case 3: score_rows<T, 3>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf); break;
-    case 2: score_rows<T, 2>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf); break;
-    case 1: score_rows<T, 1>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf); break;
+    case 3: score_rows<T, 3, false>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf); break;
+    case 2: score_rows<T, 2, false>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf); break;
+    case 1: score_rows<T, 1, false>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf); break;
     default: break;
   }
 }
@@ -117,6 +184,55 @@ inline void accumulate_rows(const float* w, std::int64_t ldw, const void* const*
   }
 }
 
+template <DType T, int R>
+inline void accumulate_rows_any(const float* w, std::int64_t ldw, const void* const* v_rows, std::int64_t keys,
+                                std::int64_t dim, float* acc, std::int64_t lda, const float* rescale,
+                                const PrefetchRows* prefetch);
+
+// accumulate_rows for bf16 values: the accumulators are split into even and odd
+// elements on loading and merged back on storing, so that 16 value elements cost one
+// load, a shift and an AND.
+template <int R>
+inline void accumulate_rows_bf16(const float* w, std::int64_t ldw, const void* const* v_rows, std::int64_t keys,
+                                 std::int64_t dim, float* acc, std::int64_t lda, const float* rescale,
+                                 const PrefetchRows* prefetch) {
+  for (std::int64_t d = 0; d < dim; d += 16) {
+    if (prefetch) prefetch_rows(*prefetch, prefetch->count * d / dim, prefetch->count * (d + 16) / dim);
+    __m256 a[R][2];
+    for (int r = 0; r < R; ++r) {
+      const __m256 sc = _mm256_set1_ps(rescale[r]);
+      split_even_odd(_mm256_mul_ps(_mm256_loadu_ps(acc + r * lda + d), sc),
+                     _mm256_mul_ps(_mm256_loadu_ps(acc + r * lda + d + 8), sc), a[r][0], a[r][1]);
+    }
+    for (std::int64_t j = 0; j < keys; ++j) {
+      __m256 ve, vo;
+      load16_bf16_split(static_cast<const char*>(v_rows[j]) + d * 2, ve, vo);
+      for (int r = 0; r < R; ++r) {
+        const __m256 wr = _mm256_broadcast_ss(w + r * ldw + j);
+        a[r][0] = _mm256_fmadd_ps(wr, ve, a[r][0]);
+        a[r][1] = _mm256_fmadd_ps(wr, vo, a[r][1]);
+      }
+    }
+    for (int r = 0; r < R; ++r) {
+      __m256 lo, hi;
+      merge_even_odd(a[r][0], a[r][1], lo, hi);
+      _mm256_storeu_ps(acc + r * lda + d, lo);
+      _mm256_storeu_ps(acc + r * lda + d + 8, hi);
+    }
+  }
+}
+
+template <DType T, int R>
+inline void accumulate_rows_any(const float* w, std::int64_t ldw, const void* const* v_rows, std::int64_t keys,
+                                std::int64_t dim, float* acc, std::int64_t lda, const float* rescale,
+                                const PrefetchRows* prefetch) {
+  if constexpr (T == DType::kBF16) {
+    accumulate_rows_bf16<R>(w, ldw, v_rows, keys, dim, acc, lda, rescale, prefetch);
+  } else {
+    accumulate_rows<T, R>(w, ldw, v_rows, keys, dim, acc, lda, rescale, prefetch);
+  }
+}
+
 template <DType T>
 void accumulate_as(const float* w, std::int64_t ldw, std::int64_t rows, const void* const* v_rows, std::int64_t keys,
                    std::int64_t dim, float* acc, std::int64_t lda, const float* rescale,
@@ -124,12 +240,12 @@ void accumulate_as(const float* w, std::int64_t ldw, std::int64_t rows, const vo
   const PrefetchRows* pf = prefetch.count > 0 ? &prefetch : nullptr;
   std::int64_t i = 0;
   for (; i + kRowTile <= rows; i += kRowTile, pf = nullptr) {
-    accumulate_rows<T, 4>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, rescale + i, pf);
+    accumulate_rows_any<T, 4>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, rescale + i, pf);
   }
   switch (rows - i) {
-    case 3: accumulate_rows<T, 3>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, rescale + i, pf); break;
-    case 2: accumulate_rows<T, 2>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, rescale + i, pf); break;
-    case 1: accumulate_rows<T, 1>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, rescale + i, pf); break;
+    case 3: accumulate_rows_any<T, 3>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, rescale + i, pf); break;
+    case 2: accumulate_rows_any<T, 2>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, rescale + i, pf); break;
+    case 1: accumulate_rows_any<T, 1>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, rescale + i, pf); break;
     default: break;
   }
 }

@@ -69,6 +69,28 @@ inline __m128i e4m3_to_f16_bits(__m128i bytes16) {
   return _mm_or_si128(sign, mag);
 }
 
+// bf16 widened in pairs: a 32-bit lane holds elements 2i (low half) and 2i + 1 (high
+// half), so one load, one shift and one AND give the even elements (0, 2, ..., 14)
+// and the odd ones (1, 3, ..., 15) as floats, where widening each half costs a
+// shuffle and a shift. Dot products do not mind the order (q is split the same way);
+// sums of rows are split on the way in and merged on the way out.
+inline void load16_bf16_split(const void* src, __m256& even, __m256& odd) {
+  const __m256i x = _mm256_loadu_si256(static_cast<const __m256i*>(src));
+  even = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
+  odd = _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))));
+}
+
+// 16 floats (lo = 0..7, hi = 8..15) as their even and odd elements, and back.
+inline void split_even_odd(__m256 lo, __m256 hi, __m256& even, __m256& odd) {
+  even = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0x88)), 0xD8));
+  odd = _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0xDD)), 0xD8));
+}
+inline void merge_even_odd(__m256 even, __m256 odd, __m256& lo, __m256& hi) {
+  const __m256 a = _mm256_unpacklo_ps(even, odd), b = _mm256_unpackhi_ps(even, odd);
+  lo = _mm256_permute2f128_ps(a, b, 0x20);
+  hi = _mm256_permute2f128_ps(a, b, 0x31);
+}
+
 // Eight elements of a row in `dtype`, widened to float32 exactly.
 inline __m256 load8(const void* src, DType dtype) {
   switch (dtype) {

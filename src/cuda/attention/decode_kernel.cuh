@@ -15,6 +15,7 @@
 #include "cuda/attention/math.cuh"
 #include "cuda/check.cuh"
 #include "cuda/common/convert.cuh"
+#include "cuda/common/ptx.cuh"
 
 namespace kvinfer::cuda {
 
@@ -176,24 +177,54 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decod
     for (int e = 0; e < kVec; ++e) acc[i][e] = 0.0f;
   }
 
+  // K/V rows stream through a per-warp ring in shared memory (cp.async, no
+  // registers held while in flight): stage i + kStages - 1 is requested before
+  // stage i is used, so memory latency overlaps the arithmetic. Each lane copies and
+  // later reads only its own bytes, so waiting on its own copies is enough.
+  constexpr int kStages = kUnroll >= 4 ? 2 : 3;
+  constexpr int kLoadBytes = int(sizeof(Vec8<TKV>));  // 16 (16-bit KV) or 8 (fp8)
+  constexpr int kRingBytes = kDecodeWarps * kStages * kUnroll * 2 * 32 * 16;
+  constexpr int kMergeBytes = kDecodeWarps * kRows * D * int(sizeof(float));
+  __shared__ __align__(16) unsigned char smem[kRingBytes > kMergeBytes ? kRingBytes : kMergeBytes];
+  const auto ring = [&](int stage, int u, int kv) {
+    return smem + ((((warp * kStages + stage) * kUnroll + u) * 2 + kv) * 32 + lane) * 16;
+  };
+  constexpr int kStep = kUnroll * kStreams;
+  const int warp_first = item.kv_begin + warp * S::kStreamsPerWarp;
+  const auto request = [&](int jw, int stage) {
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int j = jw + lane / kLanes + u * kStreams;
+      if (jw < item.kv_end && j < item.kv_end) {
+        const KeySlot at = locate(j);
+        ptx::cp_async<kLoadBytes>(ring(stage, u, 0), k_row(at));
+        ptx::cp_async<kLoadBytes>(ring(stage, u, 1), v_row(at));
+      }
+    }
+    ptx::cp_async_commit();
+  };
+#pragma unroll
+  for (int st = 0; st < kStages - 1; ++st) request(warp_first + st * kStep, st);
+
   // The loop bound is uniform across a warp (its streams differ only in the lane's
   // offset) so that every lane reaches the shuffles of every iteration.
-  const int warp_first = item.kv_begin + warp * S::kStreamsPerWarp;
-  for (int jw = warp_first; jw < item.kv_end; jw += kUnroll * kStreams) {
+  int stage = 0;
+  for (int jw = warp_first; jw < item.kv_end; jw += kStep) {
+    request(jw + (kStages - 1) * kStep, (stage + kStages - 1) % kStages);
+    ptx::cp_async_wait_group<kStages - 1>();
     const int j0 = jw + lane / kLanes;
     Vec8<TKV> kv_k[kUnroll], kv_v[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      const int j = j0 + u * kStreams;
-      if (j < item.kv_end) {
-        const KeySlot at = locate(j);
-        kv_k[u] = load_vec8(reinterpret_cast<const TKV*>(k_row(at)));
-        kv_v[u] = load_vec8(reinterpret_cast<const TKV*>(v_row(at)));
+      if (j0 + u * kStreams < item.kv_end) {
+        kv_k[u].raw = *reinterpret_cast<const decltype(kv_k[u].raw)*>(ring(stage, u, 0));
+        kv_v[u].raw = *reinterpret_cast<const decltype(kv_v[u].raw)*>(ring(stage, u, 1));
       } else {
         zero(kv_k[u]);
         zero(kv_v[u]);
       }
     }
+    stage = (stage + 1) % kStages;
     float s[kRows][kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
@@ -270,8 +301,11 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decod
     }
   }
 
-  // Merge the warps through shared memory; warp 0 finishes.
-  __shared__ float sm_acc[kDecodeWarps][kRows][D];
+  // Merge the warps through shared memory (the ring's bytes, once every warp is done
+  // with them).
+  ptx::cp_async_wait_all();
+  __syncthreads();
+  auto& sm_acc = *reinterpret_cast<float(*)[kDecodeWarps][kRows][D]>(smem);
   __shared__ float sm_md[kDecodeWarps][kRows][2];
   if (lane < kLanes) {
 #pragma unroll
