@@ -61,8 +61,9 @@ struct Built {
   std::vector<std::vector<std::vector<std::int32_t>>> pages;  // [level][subtree] pages
 };
 
+// Runs one cascade through `wrapper` (a fresh one when null) and compares with the oracle.
 void run_cascade_case(const std::vector<LevelSpec>& levels, const std::vector<std::int32_t>& qo_lens,
-                      AttentionOptions options, std::uint64_t seed) {
+                      AttentionOptions options, std::uint64_t seed, MultiLevelCascadeAttention* wrapper = nullptr) {
   Pool pool(seed);
   const int batch = int(qo_lens.size());
   std::vector<std::int32_t> qo_indptr(1, 0);
@@ -98,7 +99,8 @@ void run_cascade_case(const std::vector<LevelSpec>& levels, const std::vector<st
   fill_bytes(out, 0xFF);
   fill_bytes(lse, 0xFF);
 
-  MultiLevelCascadeAttention w(int(levels.size()));
+  MultiLevelCascadeAttention fresh(int(levels.size()));
+  MultiLevelCascadeAttention& w = wrapper ? *wrapper : fresh;
   w.plan(args);
   w.run(q, PagedKVCache::combined(pool.cache), out, {.lse = lse});
 
@@ -157,6 +159,17 @@ TEST(CpuCascade, ThreeLevelsTwoGroupsSoftCap) {
 TEST(CpuCascade, UnsharedPrefixesAndEmptySegments) {
   // Level 0 has one subtree per request (nothing shared), one of them empty.
   run_cascade_case({{{0, 1, 2}, {64, 0, 19}}, {{0, 1, 2}, {8, 0, 1}}}, {1, 1, 1}, {}, 4);
+}
+
+// CUDA-graph mode: one wrapper with fixed capacities re-planned for other batches.
+TEST(CpuCascade, FixedCapacityReplans) {
+  MultiLevelCascadeAttention w(2, Device::cpu(), KVLayout::kNHD,
+                               {Capacity{.max_batch = 4, .max_qo_tokens = 64, .max_kv = 64},
+                                Capacity{.max_batch = 16, .max_qo_tokens = 64, .max_kv = 256}});
+  run_cascade_case({{{0}, {300}}, {{0, 1, 2, 3, 4, 5}, {17, 1, 40, 0, 33, 64}}}, {1, 1, 1, 1, 1, 1}, {}, 5, &w);
+  run_cascade_case({{{0, 2}, {64, 200}}, {{0, 1, 2, 3}, {5, 9, 31, 16}}}, {2, 4, 1, 3},
+                   {.mask_mode = MaskMode::kCausal}, 6, &w);
+  run_cascade_case({{{0}, {10}}, {{0}, {20}}}, {1}, {}, 7, &w);
 }
 
 TEST(CpuCascade, RejectsPositionalEncodingsAndBadLevels) {
