@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "core/check.hpp"
+#include "core/plan_checks.hpp"
 #include "cpu/attention.hpp"
 #include "kvinfer/ops/packbits.hpp"
 #ifdef KVINFER_WITH_CUDA
@@ -25,10 +26,6 @@ constexpr std::int32_t kCpuQTileRows = 64;
 
 bool is_supported_head_dim(std::int64_t d) { return d >= 16 && d <= kMaxHeadDim && d % 16 == 0; }
 
-void check_finite(std::string_view op, std::string_view arg, float x, bool positive, std::string_view rule) {
-  require_v(std::isfinite(x) && (positive ? x > 0.0f : x >= 0.0f), op, arg, x, rule);
-}
-
 }  // namespace
 
 AttentionPlan::AttentionPlan(Device device, KVLayout layout, std::optional<Capacity> capacity)
@@ -37,17 +34,8 @@ AttentionPlan::AttentionPlan(Device device, KVLayout layout, std::optional<Capac
       capacity_(capacity),
       profile_(device_profile(device)),
       workspace_(device, capacity.has_value()) {
-  if (device.is_cuda()) {
-    require(cuda_backend_built(), "attention", "device", to_string(device),
-            "the CUDA backend is not built (configure with -DKVINFER_CUDA=ON on a machine with nvcc)");
-    require_v(device.index < cuda_device_count(), "attention", "device", to_string(device),
-              fmt::format("no such GPU ({} found)", cuda_device_count()));
-  }
-  if (capacity) {
-    require_v(capacity->max_batch >= 0 && capacity->max_qo_tokens >= 0 && capacity->max_kv >= 0, "attention",
-              "capacity", fmt::format("{{{}, {}, {}}}", capacity->max_batch, capacity->max_qo_tokens, capacity->max_kv),
-              "capacities must be non-negative");
-  }
+  check_wrapper_device("attention", device);
+  if (capacity) check_capacity("attention", *capacity);
 }
 
 AttentionProblem AttentionPlan::check_problem(const PlanRequest& req) const {
@@ -268,18 +256,8 @@ void AttentionPlan::check_run(std::string_view op, const TensorView& q, const Te
     check_last_dim_contiguous(op, n, *t);
   }
 
-  // Page ids are read by run(): on the CPU they are checked here always; on a GPU
-  // only in checked mode, since reading them would synchronise (SPEC §5).
-  if (pr.storage == KVStorage::kPaged && device_.is_cpu() && pr.nnz_kv > 0) {
-    const auto* ids = kv_indices_.data_as<const std::int32_t>();
-    const std::int64_t num_pages = k.size(0);
-    for (std::int64_t i = 0; i < pr.nnz_kv; ++i) {
-      if (ids[i] < 0 || ids[i] >= num_pages) {
-        fail(op, fmt::format("kv_indices[{}]", i), std::to_string(ids[i]),
-             fmt::format("page ids must be in [0, {}) (pages in the cache)", num_pages));
-      }
-    }
-  }
+  // Page ids are read by run(): checked on the CPU always, on a GPU in checked mode.
+  if (pr.storage == KVStorage::kPaged) check_page_ids(op, kv_indices_, pr.nnz_kv, k.size(0));
 }
 
 void AttentionPlan::run(std::string_view op, const TensorView& q, const TensorView& k, const TensorView& v,

@@ -6,6 +6,7 @@
 #include "core/attention_plan.hpp"
 #include "core/check.hpp"
 #include "core/page_table.hpp"
+#include "core/plan_checks.hpp"
 #include "kvinfer/attention/decode.hpp"
 #include "kvinfer/attention/prefill.hpp"
 #include "kvinfer/layout/ragged.hpp"
@@ -21,15 +22,6 @@ constexpr std::string_view kRaggedOp = "BatchPrefillWithRaggedKVCache";
 constexpr std::string_view kPagedOp = "BatchPrefillWithPagedKVCache";
 constexpr std::string_view kDecodeOp = "BatchDecodeWithPagedKVCache";
 
-// A host int32 indptr of batch_size + 1 entries -> per-request lengths.
-std::vector<std::int32_t> host_lengths(std::string_view op, std::string_view name, const TensorView& indptr,
-                                       std::int64_t batch_size) {
-  detail::check_index_array(op, name, indptr, batch_size < 0 ? -1 : batch_size + 1);
-  detail::require(indptr.device().is_cpu(), op, fmt::format("{}.device", name), to_string(indptr.device()),
-                  "plan() takes host copies of the lengths (SPEC §5)");
-  return lengths_from_indptr(op, name, indptr);
-}
-
 // Page table of a paged wrapper: lengths from the host arrays; indices stay where
 // run() reads them (the wrapper's device) and are checked for shape only.
 void fill_paged(PlanRequest& req, const PageTable& table, std::int64_t page_size, Device device) {
@@ -37,11 +29,8 @@ void fill_paged(PlanRequest& req, const PageTable& table, std::int64_t page_size
   detail::check_index_array(op, "kv_indptr", table.indptr);
   detail::require(table.indptr.size(0) >= 1, op, "kv_indptr.shape[0]", "0", "an indptr has batch_size + 1 >= 1 entries");
   const std::int64_t batch = table.indptr.size(0) - 1;
-  detail::check_index_array(op, "kv_last_page_len", table.last_page_len, batch);
-  for (auto [name, t] : {std::pair{"kv_indptr", &table.indptr}, std::pair{"kv_last_page_len", &table.last_page_len}}) {
-    detail::require(t->device().is_cpu(), op, fmt::format("{}.device", name), to_string(t->device()),
-                    "plan() takes host copies of the lengths (SPEC §5)");
-  }
+  detail::check_host_index_array(op, "kv_indptr", table.indptr, batch + 1);
+  detail::check_host_index_array(op, "kv_last_page_len", table.last_page_len, batch);
   detail::check_index_array(op, "kv_indices", table.indices);
   detail::check_device(op, "kv_indices", table.indices, device);
   detail::require_v(page_size >= 1, op, "page_size", page_size, "must be at least 1");
@@ -60,9 +49,9 @@ void fill_paged(PlanRequest& req, const PageTable& table, std::int64_t page_size
 PlanRequest ragged_request(const RaggedPrefillPlanArgs& a) {
   PlanRequest req;
   req.op = kRaggedOp;
-  req.qo_lens = host_lengths(kRaggedOp, "qo_indptr", a.qo_indptr, -1);
+  req.qo_lens = detail::host_lengths(kRaggedOp, "qo_indptr", a.qo_indptr, -1);
   const auto batch = std::int64_t(req.qo_lens.size());
-  req.kv_lens = host_lengths(kRaggedOp, "kv_indptr", a.kv_indptr, batch);
+  req.kv_lens = detail::host_lengths(kRaggedOp, "kv_indptr", a.kv_indptr, batch);
   const auto* kv_indptr = a.kv_indptr.data_as<const std::int32_t>();
   req.kv_begin.assign(kv_indptr, kv_indptr + batch);
   req.nnz_kv = kv_indptr[batch];
@@ -82,7 +71,7 @@ PlanRequest ragged_request(const RaggedPrefillPlanArgs& a) {
 PlanRequest paged_request(const PagedPrefillPlanArgs& a, Device device) {
   PlanRequest req;
   req.op = kPagedOp;
-  req.qo_lens = host_lengths(kPagedOp, "qo_indptr", a.qo_indptr, -1);
+  req.qo_lens = detail::host_lengths(kPagedOp, "qo_indptr", a.qo_indptr, -1);
   fill_paged(req, a.page_table, a.page_size, device);
   detail::require_v(a.page_table.batch_size() == std::int64_t(req.qo_lens.size()), kPagedOp,
                     "kv_indptr.shape[0]", a.page_table.indptr.size(0),

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Checks every plan/run wrapper shares: the device it is bound to, its capacity,
-// host length arrays, scalar options, and the page ids run() reads. (MLA uses them;
-// AttentionPlan and the attention wrappers have their own copies for now.)
+// host length arrays, scalar options, and the page ids run() reads.
 #pragma once
 
 #include <cstdint>
