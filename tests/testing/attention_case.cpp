@@ -13,6 +13,7 @@
 #include <set>
 
 #include "oracle/oracle.hpp"
+#include "testing/host_buffer.hpp"
 #include "testing/random.hpp"
 
 namespace kvinfer::testing {
@@ -20,87 +21,13 @@ namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
-double to_double(const void* p, DType t) {
-  switch (t) {
-    case DType::kF32: return *static_cast<const float*>(p);
-    case DType::kF16: return f16_to_f32(*static_cast<const std::uint16_t*>(p));
-    case DType::kBF16: return bf16_to_f32(*static_cast<const std::uint16_t*>(p));
-    case DType::kE4M3: return e4m3_to_f32(*static_cast<const std::uint8_t*>(p));
-    case DType::kE5M2: return e5m2_to_f32(*static_cast<const std::uint8_t*>(p));
-    default: return std::nan("");
-  }
-}
-
-void from_float(float x, DType t, void* p) {
-  switch (t) {
-    case DType::kF32: *static_cast<float*>(p) = x; return;
-    case DType::kF16: *static_cast<std::uint16_t*>(p) = f32_to_f16(x); return;
-    case DType::kBF16: *static_cast<std::uint16_t*>(p) = f32_to_bf16(x); return;
-    case DType::kE4M3: *static_cast<std::uint8_t*>(p) = f32_to_e4m3(x); return;
-    case DType::kE5M2: *static_cast<std::uint8_t*>(p) = f32_to_e5m2(x); return;
-    default: return;
-  }
-}
-
-float round_to(float x, DType t) {
-  std::uint8_t buf[4];
-  from_float(x, t, buf);
-  return float(to_double(buf, t));
-}
-
-char* at(const TensorView& t, std::initializer_list<std::int64_t> idx) {
-  return static_cast<char*>(t.element_ptr(std::span(idx.begin(), idx.size())));
-}
-
-// A host tensor (contiguous or padded) and, for a GPU run, its device twin with
-// the same strides.
-struct Buffer {
-  Tensor host_storage;
-  TensorView host;
-  Tensor device_storage;
-  TensorView device;
-
-  void make(std::span<const std::int64_t> shape, DType dtype, bool strided) {
-    if (strided) {
-      std::vector<std::int64_t> pad(shape.size(), 1);
-      pad.back() = 8;  // row stride grows; the last dim stays contiguous
-      Padded p = padded(shape, dtype, pad);
-      host_storage = std::move(p.storage);
-      host = p.view;
-    } else {
-      host_storage = Tensor::empty(shape, dtype);
-      host = host_storage.view();
-    }
-    fill_bytes(host_storage, 0xFF);  // NaN in every float format: reads of unset slots show up
-  }
-  void make(Shape shape, DType dtype, bool strided) { make(std::span(shape.begin(), shape.size()), dtype, strided); }
-
-  void to_device(Device d) {
-    if (d.is_cpu()) {
-      device = host;
-      return;
-    }
-    device_storage = host_storage.to(d);
-    const auto offset = static_cast<const char*>(host.data()) - static_cast<const char*>(host_storage.data());
-    device = TensorView(static_cast<char*>(device_storage.data()) + offset, host.dtype(), host.shape(), host.strides(), d);
-  }
-  void to_host() {
-    if (device_storage.defined()) copy(host_storage, device_storage);
-  }
-};
-
-void fill_normal(const TensorView& t, std::mt19937_64& rng) {
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<std::int64_t> idx(std::size_t(t.rank()), 0);
-  const std::int64_t n = t.numel();
-  for (std::int64_t e = 0; e < n; ++e) {
-    std::int64_t rem = e;
-    for (int d = t.rank() - 1; d >= 0; --d) {
-      idx[std::size_t(d)] = rem % t.size(d);
-      rem /= t.size(d);
-    }
-    from_float(nd(rng), t.dtype(), t.element_ptr(idx));
-  }
+// The padding that makes a strided view: every row stride grows, the last dim stays
+// contiguous.
+std::vector<std::int64_t> stride_pad(std::size_t rank, bool strided) {
+  if (!strided) return {};
+  std::vector<std::int64_t> pad(rank, 1);
+  pad.back() = 8;
+  return pad;
 }
 
 // fp32 naive attention of one request, on inputs already in their stored
@@ -173,7 +100,7 @@ oracle::AttentionResult naive_f32(const oracle::AttentionSpec& spec, std::span<c
 }
 
 struct Built {
-  Buffer q, out, lse, k, v, kv_combined, mask;
+  HostBuffer q, out, lse, k, v, kv_combined, mask;
   HostPageTable table;
   Tensor indices_device;
   PagedKVCache cache_host, cache_device;
@@ -194,18 +121,18 @@ Built build(const AttentionCase& c, Device device, std::mt19937_64& rng) {
   const bool nhd = c.layout == KVLayout::kNHD;
   const std::int64_t hk = c.num_kv_heads;
 
-  b.q.make({nnz_q, c.num_qo_heads, c.head_dim_qk}, c.q_dtype, c.strided);
+  b.q.make({nnz_q, c.num_qo_heads, c.head_dim_qk}, c.q_dtype, stride_pad(3, c.strided));
   fill_normal(b.q.host, rng);
-  b.out.make({nnz_q, c.num_qo_heads, c.head_dim_vo}, c.o_dtype, c.strided);
-  if (c.with_lse) b.lse.make({nnz_q, c.num_qo_heads}, DType::kF32, false);
+  b.out.make({nnz_q, c.num_qo_heads, c.head_dim_vo}, c.o_dtype, stride_pad(3, c.strided));
+  if (c.with_lse) b.lse.make({nnz_q, c.num_qo_heads}, DType::kF32);
 
   if (c.wrapper == Wrapper::kRaggedPrefill) {
     if (nhd) {
-      b.k.make({nnz_kv, hk, c.head_dim_qk}, c.kv_dtype, c.strided);
-      b.v.make({nnz_kv, hk, c.head_dim_vo}, c.kv_dtype, c.strided);
+      b.k.make({nnz_kv, hk, c.head_dim_qk}, c.kv_dtype, stride_pad(3, c.strided));
+      b.v.make({nnz_kv, hk, c.head_dim_vo}, c.kv_dtype, stride_pad(3, c.strided));
     } else {
-      b.k.make({hk, nnz_kv, c.head_dim_qk}, c.kv_dtype, c.strided);
-      b.v.make({hk, nnz_kv, c.head_dim_vo}, c.kv_dtype, c.strided);
+      b.k.make({hk, nnz_kv, c.head_dim_qk}, c.kv_dtype, stride_pad(3, c.strided));
+      b.v.make({hk, nnz_kv, c.head_dim_vo}, c.kv_dtype, stride_pad(3, c.strided));
     }
     fill_normal(b.k.host, rng);
     fill_normal(b.v.host, rng);
@@ -213,16 +140,16 @@ Built build(const AttentionCase& c, Device device, std::mt19937_64& rng) {
     b.table = random_page_table(c.kv_lens, c.page_size, 3, rng);
     const std::int64_t P = b.table.num_pages, ps = c.page_size, d = c.head_dim_qk;
     if (c.combined_cache) {
-      if (nhd) b.kv_combined.make({P, 2, ps, hk, d}, c.kv_dtype, c.strided);
-      else b.kv_combined.make({P, 2, hk, ps, d}, c.kv_dtype, c.strided);
+      if (nhd) b.kv_combined.make({P, 2, ps, hk, d}, c.kv_dtype, stride_pad(5, c.strided));
+      else b.kv_combined.make({P, 2, hk, ps, d}, c.kv_dtype, stride_pad(5, c.strided));
       b.cache_host = PagedKVCache::combined(b.kv_combined.host, c.layout);
     } else {
       if (nhd) {
-        b.k.make({P, ps, hk, d}, c.kv_dtype, c.strided);
-        b.v.make({P, ps, hk, d}, c.kv_dtype, c.strided);
+        b.k.make({P, ps, hk, d}, c.kv_dtype, stride_pad(4, c.strided));
+        b.v.make({P, ps, hk, d}, c.kv_dtype, stride_pad(4, c.strided));
       } else {
-        b.k.make({P, hk, ps, d}, c.kv_dtype, c.strided);
-        b.v.make({P, hk, ps, d}, c.kv_dtype, c.strided);
+        b.k.make({P, hk, ps, d}, c.kv_dtype, stride_pad(4, c.strided));
+        b.v.make({P, hk, ps, d}, c.kv_dtype, stride_pad(4, c.strided));
       }
       b.cache_host = PagedKVCache::pair(b.k.host, b.v.host, c.layout);
     }
@@ -235,7 +162,7 @@ Built build(const AttentionCase& c, Device device, std::mt19937_64& rng) {
         const std::int64_t page = ids[indptr[r] + j / ps], slot = j % ps;
         for (std::int64_t h = 0; h < hk; ++h) {
           for (const TensorView* t : {&b.cache_host.k, &b.cache_host.v}) {
-            char* row = nhd ? at(*t, {page, slot, h, 0}) : at(*t, {page, h, slot, 0});
+            char* row = nhd ? element_at(*t, {page, slot, h, 0}) : element_at(*t, {page, h, slot, 0});
             for (std::int64_t e = 0; e < d; ++e) from_float(nd(rng), c.kv_dtype, row + e * std::int64_t(t->element_size()));
           }
         }
@@ -260,11 +187,11 @@ Built build(const AttentionCase& c, Device device, std::mt19937_64& rng) {
         flat.insert(flat.end(), m.begin(), m.end());
       }
     }
-    b.mask.make({std::int64_t(flat.size())}, c.packed_mask ? DType::kU8 : DType::kBool, false);
+    b.mask.make({std::int64_t(flat.size())}, c.packed_mask ? DType::kU8 : DType::kBool);
     if (!flat.empty()) std::memcpy(b.mask.host.data(), flat.data(), flat.size());
   }
 
-  for (Buffer* buf : {&b.q, &b.out, &b.lse, &b.k, &b.v, &b.kv_combined, &b.mask}) {
+  for (HostBuffer* buf : {&b.q, &b.out, &b.lse, &b.k, &b.v, &b.kv_combined, &b.mask}) {
     if (buf->host.defined()) buf->to_device(device);
   }
   if (c.wrapper != Wrapper::kRaggedPrefill) {
@@ -328,20 +255,20 @@ Dense gather(const AttentionCase& c, const Built& b, std::int64_t r) {
   const std::int64_t hq = c.num_qo_heads, hk = c.num_kv_heads;
   for (std::int64_t i = b.qo_indptr[r]; i < b.qo_indptr[r + 1]; ++i)
     for (std::int64_t h = 0; h < hq; ++h)
-      for (std::int64_t e = 0; e < c.head_dim_qk; ++e) d.q.push_back(to_double(at(b.q.host, {i, h, e}), c.q_dtype));
+      for (std::int64_t e = 0; e < c.head_dim_qk; ++e) d.q.push_back(to_double(element_at(b.q.host, {i, h, e}), c.q_dtype));
   for (std::int32_t j = 0; j < c.kv_lens[r]; ++j) {
     for (std::int64_t h = 0; h < hk; ++h) {
       const char *krow, *vrow;
       if (c.wrapper == Wrapper::kRaggedPrefill) {
         const std::int64_t t = b.kv_indptr[r] + j;
-        krow = nhd ? at(b.k.host, {t, h, 0}) : at(b.k.host, {h, t, 0});
-        vrow = nhd ? at(b.v.host, {t, h, 0}) : at(b.v.host, {h, t, 0});
+        krow = nhd ? element_at(b.k.host, {t, h, 0}) : element_at(b.k.host, {h, t, 0});
+        vrow = nhd ? element_at(b.v.host, {t, h, 0}) : element_at(b.v.host, {h, t, 0});
       } else {
         const auto* indptr = b.table.indptr.data_as<const std::int32_t>();
         const std::int64_t page = b.table.indices.data_as<const std::int32_t>()[indptr[r] + j / c.page_size];
         const std::int64_t slot = j % c.page_size;
-        krow = nhd ? at(b.cache_host.k, {page, slot, h, 0}) : at(b.cache_host.k, {page, h, slot, 0});
-        vrow = nhd ? at(b.cache_host.v, {page, slot, h, 0}) : at(b.cache_host.v, {page, h, slot, 0});
+        krow = nhd ? element_at(b.cache_host.k, {page, slot, h, 0}) : element_at(b.cache_host.k, {page, h, slot, 0});
+        vrow = nhd ? element_at(b.cache_host.v, {page, slot, h, 0}) : element_at(b.cache_host.v, {page, h, slot, 0});
       }
       const auto es = std::int64_t(dtype_size(c.kv_dtype));
       for (std::int64_t e = 0; e < c.head_dim_qk; ++e) d.k.push_back(to_double(krow + e * es, c.kv_dtype) * c.k_scale);
@@ -389,8 +316,8 @@ CaseOutput run_attention_case_raw(const AttentionCase& c, Device device) {
   const std::int64_t nnz_q = b.qo_indptr.back();
   for (std::int64_t i = 0; i < nnz_q; ++i)
     for (std::int64_t h = 0; h < c.num_qo_heads; ++h) {
-      for (std::int64_t e = 0; e < c.head_dim_vo; ++e) out.o.push_back(float(to_double(at(b.out.host, {i, h, e}), c.o_dtype)));
-      if (c.with_lse) out.lse.push_back(*reinterpret_cast<const float*>(at(b.lse.host, {i, h})));
+      for (std::int64_t e = 0; e < c.head_dim_vo; ++e) out.o.push_back(float(to_double(element_at(b.out.host, {i, h, e}), c.o_dtype)));
+      if (c.with_lse) out.lse.push_back(*reinterpret_cast<const float*>(element_at(b.lse.host, {i, h})));
     }
   return out;
 }
@@ -417,7 +344,7 @@ CaseReport run_attention_case(const AttentionCase& c, Device device) {
         const double ref_lse = ref.lse[i * hq + h];
         bool nonzero = false;
         for (std::int64_t e = 0; e < dvo; ++e) {
-          const double got = to_double(at(b.out.host, {row, h, e}), c.o_dtype);
+          const double got = to_double(element_at(b.out.host, {row, h, e}), c.o_dtype);
           if (std::isnan(got)) rep.nan_found = true;
           nonzero |= got != 0.0;
           const std::size_t k = std::size_t((i * hq + h) * dvo + e);
@@ -427,7 +354,7 @@ CaseReport run_attention_case(const AttentionCase& c, Device device) {
         // A row that sees no key must be exactly zero with LSE -inf.
         if (ref_lse == kNegInf && nonzero) rep.inf_lse_mismatch = true;
         if (c.with_lse) {
-          const double got = *reinterpret_cast<const float*>(at(b.lse.host, {row, h}));
+          const double got = *reinterpret_cast<const float*>(element_at(b.lse.host, {row, h}));
           if (std::isnan(got)) rep.nan_found = true;
           if ((got == kNegInf) != (ref_lse == kNegInf)) {
             rep.inf_lse_mismatch = true;

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "oracle/oracle.hpp"
+#include "testing/host_buffer.hpp"
 #include "testing/random.hpp"
 
 namespace kvinfer::testing {
@@ -21,113 +22,12 @@ constexpr std::int64_t kDc = kMlaHeadDimCkv;
 constexpr std::int32_t kIndicesPadding = 5;  // kv_indices entries past kv_indptr[batch_size]: never read
 constexpr std::int32_t kBadPageId = -7;
 
-double to_double(const void* p, DType t) {
-  switch (t) {
-    case DType::kF32:
-      return *static_cast<const float*>(p);
-    case DType::kF16:
-      return f16_to_f32(*static_cast<const std::uint16_t*>(p));
-    case DType::kBF16:
-      return bf16_to_f32(*static_cast<const std::uint16_t*>(p));
-    case DType::kE4M3:
-      return e4m3_to_f32(*static_cast<const std::uint8_t*>(p));
-    case DType::kE5M2:
-      return e5m2_to_f32(*static_cast<const std::uint8_t*>(p));
-    default:
-      return std::nan("");
-  }
-}
-
-void from_float(float x, DType t, void* p) {
-  switch (t) {
-    case DType::kF32:
-      *static_cast<float*>(p) = x;
-      return;
-    case DType::kF16:
-      *static_cast<std::uint16_t*>(p) = f32_to_f16(x);
-      return;
-    case DType::kBF16:
-      *static_cast<std::uint16_t*>(p) = f32_to_bf16(x);
-      return;
-    case DType::kE4M3:
-      *static_cast<std::uint8_t*>(p) = f32_to_e4m3(x);
-      return;
-    case DType::kE5M2:
-      *static_cast<std::uint8_t*>(p) = f32_to_e5m2(x);
-      return;
-    default:
-      return;
-  }
-}
-
-float round_to(float x, DType t) {
-  std::uint8_t buf[4];
-  from_float(x, t, buf);
-  return float(to_double(buf, t));
-}
-
-char* at(const TensorView& t, std::initializer_list<std::int64_t> idx) {
-  return static_cast<char*>(t.element_ptr(std::span(idx.begin(), idx.size())));
-}
-
-// A host tensor (contiguous or inside a padded allocation), poisoned with 0xFF
-// bytes (NaN in every float format), and for a GPU run its device twin with the
-// same strides.
-struct Buffer {
-  Tensor host_storage;
-  TensorView host;
-  Tensor device_storage;
-  TensorView device;
-
-  void make(std::span<const std::int64_t> shape, DType dtype, std::span<const std::int64_t> pad) {
-    if (!pad.empty()) {
-      Padded p = padded(shape, dtype, pad);
-      host_storage = std::move(p.storage);
-      host = p.view;
-    } else {
-      host_storage = Tensor::empty(shape, dtype);
-      host = host_storage.view();
-    }
-    fill_bytes(host_storage, 0xFF);
-  }
-  void make(Shape shape, DType dtype, std::vector<std::int64_t> pad = {}) {
-    make(std::span(shape.begin(), shape.size()), dtype, pad);
-  }
-  void to_device(Device d) {
-    if (d.is_cpu()) {
-      device = host;
-      return;
-    }
-    device_storage = host_storage.to(d);
-    const auto offset = static_cast<const char*>(host.data()) - static_cast<const char*>(host_storage.data());
-    device = TensorView(static_cast<char*>(device_storage.data()) + offset, host.dtype(), host.shape(),
-                        host.strides(), d);
-  }
-  void to_host() {
-    if (device_storage.defined()) copy(host_storage, device_storage);
-  }
-};
-
-void fill_normal(const TensorView& t, std::mt19937_64& rng) {
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<std::int64_t> idx(std::size_t(t.rank()), 0);
-  const std::int64_t n = t.numel();
-  for (std::int64_t e = 0; e < n; ++e) {
-    std::int64_t rem = e;
-    for (int d = t.rank() - 1; d >= 0; --d) {
-      idx[std::size_t(d)] = rem % t.size(d);
-      rem /= t.size(d);
-    }
-    from_float(nd(rng), t.dtype(), t.element_ptr(idx));
-  }
-}
-
 float effective_sm_scale(const MLACase& c) {
   return c.sm_scale > 0 ? c.sm_scale : 1.0f / std::sqrt(192.0f);
 }
 
 struct Built {
-  Buffer q_cat, q_nope, q_pe, out, lse, cache, ckv, kpe;
+  HostBuffer q_cat, q_nope, q_pe, out, lse, cache, ckv, kpe;
   TensorView q_nope_host, q_pe_host, q_nope_dev, q_pe_dev;
   MLACache cache_host, cache_dev;
   std::vector<std::int32_t> qo_indptr, kv_indptr, kv_indices;
@@ -187,17 +87,17 @@ Built build(const MLACase& c, Device device, std::mt19937_64& rng) {
   for (std::int64_t r = 0; r < batch; ++r) {
     for (std::int32_t j = 0; j < c.kv_lens[r]; ++j) {
       const std::int64_t page = b.kv_indices[b.kv_indptr[r] + j / ps], slot = j % ps;
-      char* crow = at(b.cache_host.ckv, {page, slot, 0});
+      char* crow = element_at(b.cache_host.ckv, {page, slot, 0});
       for (std::int64_t e = 0; e < kDc; ++e)
         from_float(nd(rng), c.kv_dtype, crow + e * std::int64_t(dtype_size(c.kv_dtype)));
       if (dp == 0) continue;
-      char* prow = at(b.cache_host.kpe, {page, slot, 0});
+      char* prow = element_at(b.cache_host.kpe, {page, slot, 0});
       for (std::int64_t e = 0; e < dp; ++e)
         from_float(nd(rng), c.kv_dtype, prow + e * std::int64_t(dtype_size(c.kv_dtype)));
     }
   }
 
-  for (Buffer* buf : {&b.q_cat, &b.q_nope, &b.q_pe, &b.out, &b.lse, &b.cache, &b.ckv, &b.kpe}) {
+  for (HostBuffer* buf : {&b.q_cat, &b.q_nope, &b.q_pe, &b.out, &b.lse, &b.cache, &b.ckv, &b.kpe}) {
     if (buf->host.defined()) buf->to_device(device);
   }
   if (c.strided) {
@@ -256,16 +156,16 @@ Dense gather(const MLACase& c, const Built& b, std::int64_t r) {
   for (std::int64_t i = b.qo_indptr[r]; i < b.qo_indptr[r + 1]; ++i)
     for (std::int64_t h = 0; h < H; ++h) {
       for (std::int64_t e = 0; e < kDc; ++e)
-        d.q_nope.push_back(to_double(at(b.q_nope_host, {i, h, e}), c.q_dtype));
+        d.q_nope.push_back(to_double(element_at(b.q_nope_host, {i, h, e}), c.q_dtype));
       for (std::int64_t e = 0; e < dp; ++e)
-        d.q_pe.push_back(to_double(at(b.q_pe_host, {i, h, e}), c.q_dtype));
+        d.q_pe.push_back(to_double(element_at(b.q_pe_host, {i, h, e}), c.q_dtype));
     }
   for (std::int32_t j = 0; j < c.kv_lens[r]; ++j) {
     const std::int64_t page = b.kv_indices[b.kv_indptr[r] + j / c.page_size], slot = j % c.page_size;
     for (std::int64_t e = 0; e < kDc; ++e)
-      d.ckv.push_back(to_double(at(b.cache_host.ckv, {page, slot, e}), c.kv_dtype) * c.ckv_scale);
+      d.ckv.push_back(to_double(element_at(b.cache_host.ckv, {page, slot, e}), c.kv_dtype) * c.ckv_scale);
     for (std::int64_t e = 0; e < dp; ++e)
-      d.kpe.push_back(to_double(at(b.cache_host.kpe, {page, slot, e}), c.kv_dtype) * c.kpe_scale);
+      d.kpe.push_back(to_double(element_at(b.cache_host.kpe, {page, slot, e}), c.kv_dtype) * c.kpe_scale);
   }
   return d;
 }
@@ -370,8 +270,8 @@ CaseOutput run_mla_case_raw(const MLACase& c, Device device) {
   for (std::int64_t i = 0; i < nnz_q; ++i)
     for (std::int64_t h = 0; h < c.num_heads; ++h) {
       for (std::int64_t e = 0; e < kDc; ++e)
-        out.o.push_back(float(to_double(at(b.out.host, {i, h, e}), c.o_dtype)));
-      if (c.with_lse) out.lse.push_back(*reinterpret_cast<const float*>(at(b.lse.host, {i, h})));
+        out.o.push_back(float(to_double(element_at(b.out.host, {i, h, e}), c.o_dtype)));
+      if (c.with_lse) out.lse.push_back(*reinterpret_cast<const float*>(element_at(b.lse.host, {i, h})));
     }
   return out;
 }
@@ -400,8 +300,8 @@ CaseReport run_mla_case(const MLACase& c, Device device) {
     std::vector<double> o, lse;
     for (std::int64_t i = b.qo_indptr[r]; i < b.qo_indptr[r + 1]; ++i)
       for (std::int64_t h = 0; h < H; ++h) {
-        for (std::int64_t e = 0; e < kDc; ++e) o.push_back(to_double(at(b.out.host, {i, h, e}), c.o_dtype));
-        if (c.with_lse) lse.push_back(*reinterpret_cast<const float*>(at(b.lse.host, {i, h})));
+        for (std::int64_t e = 0; e < kDc; ++e) o.push_back(to_double(element_at(b.out.host, {i, h, e}), c.o_dtype));
+        if (c.with_lse) lse.push_back(*reinterpret_cast<const float*>(element_at(b.lse.host, {i, h})));
       }
     compare_request(rep, o, lse, ref, naive, lse_factor);
   }
