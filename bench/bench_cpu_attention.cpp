@@ -48,11 +48,17 @@ Args parse_args(int argc, char** argv) {
       if (i + 1 >= argc) throw std::runtime_error(fmt::format("{} needs a value", s));
       return argv[++i];
     };
-    if (s == "--json") a.json_path = next();
-    else if (s == "--runs") a.runs = std::max(1, std::stoi(next()));
-    else if (s == "--quick") a.quick = true;
-    else if (s == "--read-gib") a.read_gib = std::stod(next());
-    else throw std::runtime_error(fmt::format("unknown argument {} (--json PATH, --runs N, --quick, --read-gib G)", s));
+    if (s == "--json")
+      a.json_path = next();
+    else if (s == "--runs")
+      a.runs = std::max(1, std::stoi(next()));
+    else if (s == "--quick")
+      a.quick = true;
+    else if (s == "--read-gib")
+      a.read_gib = std::stod(next());
+    else
+      throw std::runtime_error(
+          fmt::format("unknown argument {} (--json PATH, --runs N, --quick, --read-gib G)", s));
   }
   return a;
 }
@@ -114,10 +120,12 @@ void fill_bf16(const Tensor& t, std::uint64_t seed) {
 // contiguous part per thread: what a kernel that reads each byte once can reach.
 class ReadCeiling {
  public:
-  explicit ReadCeiling(double gib) : n_(std::int64_t(gib * double(1ll << 30)) / 8), buf_(static_cast<std::size_t>(n_)) {
+  explicit ReadCeiling(double gib)
+      : n_(std::int64_t(gib * double(1ll << 30)) / 8), buf_(static_cast<std::size_t>(n_)) {
     const int threads = cpu::num_threads();
     cpu::parallel_for(threads, [&](std::int64_t t) {
-      for (std::int64_t i = n_ * t / threads; i < n_ * (t + 1) / threads; ++i) buf_[std::size_t(i)] = std::uint64_t(i) * 7;
+      for (std::int64_t i = n_ * t / threads; i < n_ * (t + 1) / threads; ++i)
+        buf_[std::size_t(i)] = std::uint64_t(i) * 7;
     });
   }
   double bytes() const { return double(n_) * 8; }
@@ -172,7 +180,11 @@ class DecodeCase {
     const PageTable table{TensorView(indptr_.data(), DType::kI32, {s.batch + 1}),
                           TensorView(ids_.data(), DType::kI32, {num_pages}),
                           TensorView(last_.data(), DType::kI32, {s.batch})};
-    w_.plan({.page_table = table, .num_qo_heads = s.hq, .num_kv_heads = s.hk, .head_dim = s.d, .page_size = s.page});
+    w_.plan({.page_table = table,
+             .num_qo_heads = s.hq,
+             .num_kv_heads = s.hk,
+             .head_dim = s.d,
+             .page_size = s.page});
     run();  // warm-up
   }
   void run() { w_.run(q_, PagedKVCache::combined(cache_), out_); }
@@ -200,14 +212,19 @@ nlohmann::json bench_prefill(const PrefillShape& s, int runs) {
   const std::int64_t nnz = s.batch * s.len;
   std::vector<std::int32_t> indptr;
   for (std::int64_t b = 0; b <= s.batch; ++b) indptr.push_back(std::int32_t(b * s.len));
-  Tensor q = Tensor::empty({nnz, s.hq, s.d}, DType::kBF16), out = Tensor::empty({nnz, s.hq, s.d}, DType::kBF16);
+  Tensor q = Tensor::empty({nnz, s.hq, s.d}, DType::kBF16),
+         out = Tensor::empty({nnz, s.hq, s.d}, DType::kBF16);
   Tensor k = Tensor::empty({nnz, s.hk, s.d}, DType::kBF16), v = Tensor::empty({nnz, s.hk, s.d}, DType::kBF16);
   fill_bf16(q, 3);
   fill_bf16(k, 4);
   fill_bf16(v, 5);
   const TensorView ind(indptr.data(), DType::kI32, {s.batch + 1});
   BatchPrefillWithRaggedKVCache w;
-  w.plan({.qo_indptr = ind, .kv_indptr = ind, .num_qo_heads = s.hq, .num_kv_heads = s.hk, .head_dim_qk = s.d,
+  w.plan({.qo_indptr = ind,
+          .kv_indptr = ind,
+          .num_qo_heads = s.hq,
+          .num_kv_heads = s.hk,
+          .head_dim_qk = s.d,
           .options = {.mask_mode = s.causal ? MaskMode::kCausal : MaskMode::kNone}});
   const std::vector<double> t = time_runs(runs, [&] { w.run(q, k, v, out); });
   const double sec = median(t);
@@ -217,8 +234,8 @@ nlohmann::json bench_prefill(const PrefillShape& s, int runs) {
   const double flops = per_req * double(s.batch);
   return {{"name", fmt::format("prefill {}x{} {}", s.batch, s.len, s.causal ? "causal" : "full")},
           {"op", "ragged_prefill"},
-          {"shape", fmt::format("bf16, Hq {} / Hk {}, d {}, {} x {} tokens, {}", s.hq, s.hk, s.d, s.batch, s.len,
-                                s.causal ? "causal" : "no mask")},
+          {"shape", fmt::format("bf16, Hq {} / Hk {}, d {}, {} x {} tokens, {}", s.hq, s.hk, s.d, s.batch,
+                                s.len, s.causal ? "causal" : "no mask")},
           {"ms", sec * 1e3},
           {"ms_best", *std::min_element(t.begin(), t.end()) * 1e3},
           {"flops", flops},
@@ -251,7 +268,8 @@ int main(int argc, char** argv) try {
                       {"hardware_threads", std::thread::hardware_concurrency()},
                       {"isa", std::string(cpu::cpu_isa_name(cpu::cpu_isa()))}};
   report["date"] = today();
-  fmt::print("CPU: {} | threads {} | ISA {}\n", cpu_model(), cpu::num_threads(), cpu::cpu_isa_name(cpu::cpu_isa()));
+  fmt::print("CPU: {} | threads {} | ISA {}\n", cpu_model(), cpu::num_threads(),
+             cpu::cpu_isa_name(cpu::cpu_isa()));
 
   // The ceiling and the decode cases take turns, round after round, so that both
   // see the same machine (a shared machine's load changes from second to second);
@@ -268,14 +286,18 @@ int main(int argc, char** argv) try {
   std::vector<std::vector<double>> decode_s(decode.size());
   for (int r = 0; r < rounds; ++r) {
     read_s.push_back(time_once([&] { ceiling.run(); }));
-    for (std::size_t c = 0; c < decode.size(); ++c) decode_s[c].push_back(time_once([&] { decode[c]->run(); }));
+    for (std::size_t c = 0; c < decode.size(); ++c)
+      decode_s[c].push_back(time_once([&] { decode[c]->run(); }));
   }
   const double read_gbps = ceiling.bytes() / median(read_s) / 1e9;
   const double read_best = ceiling.bytes() / *std::min_element(read_s.begin(), read_s.end()) / 1e9;
-  report["ceilings"] = {{"read_gbps", read_gbps}, {"read_gbps_best", read_best}, {"read_bytes", ceiling.bytes()},
+  report["ceilings"] = {{"read_gbps", read_gbps},
+                        {"read_gbps_best", read_best},
+                        {"read_bytes", ceiling.bytes()},
                         {"rounds", rounds}};
-  fmt::print("read bandwidth (streaming sum over {:.2f} GiB, {} rounds): {:.2f} GB/s median, {:.2f} GB/s best\n",
-             ceiling.bytes() / double(1ll << 30), rounds, read_gbps, read_best);
+  fmt::print(
+      "read bandwidth (streaming sum over {:.2f} GiB, {} rounds): {:.2f} GB/s median, {:.2f} GB/s best\n",
+      ceiling.bytes() / double(1ll << 30), rounds, read_gbps, read_best);
 
   std::vector<nlohmann::json> rows;
   for (std::size_t c = 0; c < decode.size(); ++c) {
@@ -285,8 +307,8 @@ int main(int argc, char** argv) try {
     const double gbps = decode[c]->bytes() / sec / 1e9;
     rows.push_back({{"name", fmt::format("decode B{} L{}", s.batch, s.kv_len)},
                     {"op", "paged_decode"},
-                    {"shape", fmt::format("bf16 KV, Hq {} / Hk {}, d {}, page {}, batch {} x {}", s.hq, s.hk, s.d,
-                                          s.page, s.batch, s.kv_len)},
+                    {"shape", fmt::format("bf16 KV, Hq {} / Hk {}, d {}, page {}, batch {} x {}", s.hq, s.hk,
+                                          s.d, s.page, s.batch, s.kv_len)},
                     {"ms", sec * 1e3},
                     {"ms_best", best * 1e3},
                     {"bytes", decode[c]->bytes()},
@@ -305,10 +327,11 @@ int main(int argc, char** argv) try {
   fmt::print("{:<24} {:>10} {:>10} {:>10} {:>12}\n", "case", "ms", "GB/s", "GFLOP/s", "of read bw");
   for (const auto& r : rows) {
     const std::string gbps = r.contains("gbps") ? fmt::format("{:.2f}", r["gbps"].get<double>()) : "-";
-    const std::string frac =
-        r.contains("fraction_of_read") ? fmt::format("{:.0f}%", 100 * r["fraction_of_read"].get<double>()) : "-";
-    fmt::print("{:<24} {:>10.2f} {:>10} {:>10.2f} {:>12}\n", r["name"].get<std::string>(), r["ms"].get<double>(), gbps,
-               r["gflops"].get<double>(), frac);
+    const std::string frac = r.contains("fraction_of_read")
+                                 ? fmt::format("{:.0f}%", 100 * r["fraction_of_read"].get<double>())
+                                 : "-";
+    fmt::print("{:<24} {:>10.2f} {:>10} {:>10.2f} {:>12}\n", r["name"].get<std::string>(),
+               r["ms"].get<double>(), gbps, r["gflops"].get<double>(), frac);
   }
   report["rows"] = rows;
   if (!args.json_path.empty()) {

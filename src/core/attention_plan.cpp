@@ -50,8 +50,10 @@ AttentionProblem AttentionPlan::check_problem(const PlanRequest& req) const {
 
   require_v(req.num_qo_heads > 0, op, "num_qo_heads", req.num_qo_heads, "must be positive");
   require_v(req.num_kv_heads > 0, op, "num_kv_heads", req.num_kv_heads, "must be positive");
-  require_v(req.num_qo_heads % req.num_kv_heads == 0, op, "num_qo_heads", req.num_qo_heads,
-            fmt::format("must be a multiple of num_kv_heads ({})", req.num_kv_heads));
+  if (req.num_qo_heads % req.num_kv_heads != 0) {
+    fail(op, "num_qo_heads", std::to_string(req.num_qo_heads),
+         fmt::format("must be a multiple of num_kv_heads ({})", req.num_kv_heads));
+  }
   pr.num_qo_heads = req.num_qo_heads;
   pr.num_kv_heads = req.num_kv_heads;
 

@@ -142,8 +142,9 @@ std::vector<std::int32_t> kv_lens_from_last_page_len(std::string_view op, const 
            fmt::format("must be in [1, page_size = {}] for a request with {} page(s)", page_size, pages));
     }
     const std::int64_t kv_len = (pages - 1) * page_size + last;
-    require_v(kv_len <= std::numeric_limits<std::int32_t>::max(), op, fmt::format("kv_len[{}]", i), kv_len,
-              "a request's length must fit in int32");
+    if (kv_len > std::numeric_limits<std::int32_t>::max()) {
+      fail(op, fmt::format("kv_len[{}]", i), std::to_string(kv_len), "a request's length must fit in int32");
+    }
     kv_lens[std::size_t(i)] = std::int32_t(kv_len);
   }
   return kv_lens;

@@ -16,8 +16,8 @@ std::vector<std::int64_t> mask_indptr(std::span<const std::int32_t> qo_lens,
                     fmt::format("must equal qo_lens.size() = {} (one entry per request)", qo_lens.size()));
   std::vector<std::int64_t> indptr(qo_lens.size() + 1, 0);
   for (std::size_t i = 0; i < qo_lens.size(); ++i) {
-    detail::require_v(qo_lens[i] >= 0, op, fmt::format("qo_lens[{}]", i), qo_lens[i], "must be >= 0");
-    detail::require_v(kv_lens[i] >= 0, op, fmt::format("kv_lens[{}]", i), kv_lens[i], "must be >= 0");
+    if (qo_lens[i] < 0) detail::fail(op, fmt::format("qo_lens[{}]", i), std::to_string(qo_lens[i]), "must be >= 0");
+    if (kv_lens[i] < 0) detail::fail(op, fmt::format("kv_lens[{}]", i), std::to_string(kv_lens[i]), "must be >= 0");
     const std::int64_t elements = std::int64_t(qo_lens[i]) * kv_lens[i];
     // Packed, each request's block starts on a byte of its own.
     indptr[i + 1] = indptr[i] + (packed ? packed_size(elements) : elements);

@@ -69,8 +69,10 @@ MLAPlan::Checked MLAPlan::check_plan(const MLAPlanArgs& a) const {
   for (std::int64_t i = 0; i < batch; ++i) {
     const std::int64_t np = pages[std::size_t(i)], len = kv_len[i];
     if (np == 0) {
-      require_v(len == 0, kOp, fmt::format("kv_len[{}]", i), len,
-                "must be 0 for a request without pages (kv_indptr[i + 1] == kv_indptr[i])");
+      if (len != 0) {
+        fail(kOp, fmt::format("kv_len[{}]", i), std::to_string(len),
+             "must be 0 for a request without pages (kv_indptr[i + 1] == kv_indptr[i])");
+      }
       continue;
     }
     const std::int64_t lo = (np - 1) * a.page_size, hi = np * a.page_size;

@@ -276,7 +276,8 @@ class ItemRun {
       auto* dst = static_cast<char*>(p_.o.data()) +
                   (orow * p_.o.stride(0) + head_[i] * p_.o.stride(1)) * std::int64_t(p_.o.element_size());
       kern_.store_row(out_row_, pr_.o_dtype, dst, dvo_);
-      if (p_.lse.defined()) p_.lse.data_as<float>()[orow * p_.lse.stride(0) + head_[i] * p_.lse.stride(1)] = lse;
+      if (p_.lse.defined())
+        p_.lse.data_as<float>()[orow * p_.lse.stride(0) + head_[i] * p_.lse.stride(1)] = lse;
     }
   }
 
@@ -328,10 +329,12 @@ const Grouping& group_items(const AttentionParams& p, std::int64_t num_items) {
   g.order.clear();
   g.groups.clear();
   // Groups as large as the heads allow (locality), but at least one per thread.
-  const std::int64_t max_group = std::clamp<std::int64_t>(num_items / std::int64_t(num_threads()), 1,
-                                                          std::min<std::int64_t>(p.problem.num_kv_heads, kMaxGroup));
+  const std::int64_t max_group = std::clamp<std::int64_t>(
+      num_items / std::int64_t(num_threads()), 1, std::min<std::int64_t>(p.problem.num_kv_heads, kMaxGroup));
   const bool rope = p.problem.pos_encoding == PosEncoding::kRopeLlama;
-  auto groupable = [&](const WorkItem& it) { return max_group > 1 && !rope && it.row_end - it.row_begin <= kDirectRows; };
+  auto groupable = [&](const WorkItem& it) {
+    return max_group > 1 && !rope && it.row_end - it.row_begin <= kDirectRows;
+  };
   for (std::int32_t i = 0; i < std::int32_t(num_items); ++i) g.order.push_back(i);
   const auto key = [&](std::int32_t i) {
     const WorkItem& it = p.items[i];
@@ -339,7 +342,11 @@ const Grouping& group_items(const AttentionParams& p, std::int64_t num_items) {
     return groupable(it) ? std::tuple(it.request, it.row_begin, it.kv_begin, -1, it.kv_head)
                          : std::tuple(it.request, it.row_begin, it.kv_begin, i, 0);
   };
-  std::stable_sort(g.order.begin(), g.order.end(), [&](std::int32_t a, std::int32_t b) { return key(a) < key(b); });
+  // std::sort allocates nothing (stable_sort would); the index breaks ties.
+  std::sort(g.order.begin(), g.order.end(), [&](std::int32_t a, std::int32_t b) {
+    const auto ka = key(a), kb = key(b);
+    return ka < kb || (ka == kb && a < b);
+  });
   for (std::int32_t k = 0; k < std::int32_t(g.order.size());) {
     // The run of items that may go together, cut into equal parts of at most max_group.
     const WorkItem& first = p.items[g.order[k]];
@@ -389,7 +396,8 @@ void run_group(const AttentionParams& p, const std::int32_t* items, std::int32_t
     std::int64_t o = 0;
     for (std::int32_t j = 0; j < n; ++j) {
       for (std::int32_t h = 0; h < count; ++h) rows[o++] = per_item[std::size_t(h) * 2 * kKeyBlock + j];
-      for (std::int32_t h = 0; h < count; ++h) rows[o++] = per_item[std::size_t(h) * 2 * kKeyBlock + kKeyBlock + j];
+      for (std::int32_t h = 0; h < count; ++h)
+        rows[o++] = per_item[std::size_t(h) * 2 * kKeyBlock + kKeyBlock + j];
     }
     return PrefetchRows{rows, o, runs[0]->row_bytes()};
   };
@@ -397,7 +405,8 @@ void run_group(const AttentionParams& p, const std::int32_t* items, std::int32_t
     // The first block has nothing to hide behind.
     const PrefetchRows first = list_rows(runs[0]->next_key());
     for (std::int64_t i = 0; i < first.count; ++i) {
-      for (std::int64_t b = 0; b < first.row_bytes; b += 64) __builtin_prefetch(static_cast<const char*>(first.rows[i]) + b);
+      for (std::int64_t b = 0; b < first.row_bytes; b += 64)
+        __builtin_prefetch(static_cast<const char*>(first.rows[i]) + b);
     }
   }
   while (runs[0]->next_key() < kv_end) {

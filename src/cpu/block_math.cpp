@@ -39,8 +39,9 @@ float dot(const float* a, const float* b, std::int64_t n) {
 
 }  // namespace
 
-void block_scores(const float* q, std::int64_t ldq, std::int64_t rows, const void* const* k_rows, DType k_dtype,
-                  std::int64_t keys, std::int64_t dim, float* s, std::int64_t lds, const PrefetchRows& prefetch) {
+void block_scores(const float* q, std::int64_t ldq, std::int64_t rows, const void* const* k_rows,
+                  DType k_dtype, std::int64_t keys, std::int64_t dim, float* s, std::int64_t lds,
+                  const PrefetchRows& prefetch) {
   prefetch_rows(prefetch, 0, prefetch.count);
   thread_local std::vector<float> tmp;
   for (std::int64_t j = 0; j < keys; ++j) {
@@ -73,9 +74,9 @@ void block_softmax(float* s, std::int64_t lds, std::int64_t rows, std::int64_t k
   }
 }
 
-void block_accumulate(const float* w, std::int64_t ldw, std::int64_t rows, const void* const* v_rows, DType v_dtype,
-                      std::int64_t keys, std::int64_t dim, float* acc, std::int64_t lda, const float* rescale,
-                      const PrefetchRows& prefetch) {
+void block_accumulate(const float* w, std::int64_t ldw, std::int64_t rows, const void* const* v_rows,
+                      DType v_dtype, std::int64_t keys, std::int64_t dim, float* acc, std::int64_t lda,
+                      const float* rescale, const PrefetchRows& prefetch) {
   prefetch_rows(prefetch, 0, prefetch.count);
   for (std::int64_t i = 0; i < rows; ++i) {
     if (rescale[i] != 1.0f) {

@@ -34,9 +34,13 @@ inline std::uint16_t bf16_rne(float x) {
 
 }  // namespace
 
-void load_row(const void* src, DType dtype, float* out, std::int64_t n) { kernels().load_row(src, dtype, out, n); }
+void load_row(const void* src, DType dtype, float* out, std::int64_t n) {
+  kernels().load_row(src, dtype, out, n);
+}
 
-void store_row(const float* in, DType dtype, void* dst, std::int64_t n) { kernels().store_row(in, dtype, dst, n); }
+void store_row(const float* in, DType dtype, void* dst, std::int64_t n) {
+  kernels().store_row(in, dtype, dst, n);
+}
 
 namespace portable {
 

@@ -6,7 +6,9 @@
 
 namespace kvinfer::cpu {
 
-std::string_view cpu_isa_name(CpuIsa isa) { return isa == CpuIsa::kAvx2 ? "avx2" : "portable"; }
+std::string_view cpu_isa_name(CpuIsa isa) {
+  return isa == CpuIsa::kAvx2 ? "avx2" : "portable";
+}
 
 CpuIsa detect_cpu_isa() {
 #if defined(KVINFER_CPU_HAVE_AVX2) && (defined(__GNUC__) || defined(__clang__))

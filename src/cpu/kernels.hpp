@@ -16,7 +16,9 @@ namespace kvinfer::cpu {
 
 // Row and column strides are in elements. Score rows hold `keys` values padded with
 // -inf up to keys_padded(keys), so that vector loops need no tail.
-constexpr std::int64_t keys_padded(std::int64_t keys) { return (keys + 7) / 8 * 8; }
+constexpr std::int64_t keys_padded(std::int64_t keys) {
+  return (keys + 7) / 8 * 8;
+}
 
 // Rows of a later key block to bring into the cache while a kernel runs. Kernels
 // spread the prefetches over their iterations, so that the loads overlap the
@@ -60,13 +62,14 @@ const CpuKernels& kernels_for(CpuIsa isa);
 namespace portable {
 void load_row(const void* src, DType dtype, float* out, std::int64_t n);
 void store_row(const float* in, DType dtype, void* dst, std::int64_t n);
-void block_scores(const float* q, std::int64_t ldq, std::int64_t rows, const void* const* k_rows, DType k_dtype,
-                  std::int64_t keys, std::int64_t dim, float* s, std::int64_t lds, const PrefetchRows& prefetch);
+void block_scores(const float* q, std::int64_t ldq, std::int64_t rows, const void* const* k_rows,
+                  DType k_dtype, std::int64_t keys, std::int64_t dim, float* s, std::int64_t lds,
+                  const PrefetchRows& prefetch);
 void block_softmax(float* s, std::int64_t lds, std::int64_t rows, std::int64_t keys, float* m, float* d,
                    float* rescale);
-void block_accumulate(const float* w, std::int64_t ldw, std::int64_t rows, const void* const* v_rows, DType v_dtype,
-                      std::int64_t keys, std::int64_t dim, float* acc, std::int64_t lda, const float* rescale,
-                      const PrefetchRows& prefetch);
+void block_accumulate(const float* w, std::int64_t ldw, std::int64_t rows, const void* const* v_rows,
+                      DType v_dtype, std::int64_t keys, std::int64_t dim, float* acc, std::int64_t lda,
+                      const float* rescale, const PrefetchRows& prefetch);
 }  // namespace portable
 
 // Defined in src/cpu/avx2/ (compiled with -mavx2 -mfma -mf16c); called only when
@@ -74,13 +77,14 @@ void block_accumulate(const float* w, std::int64_t ldw, std::int64_t rows, const
 namespace avx2 {
 void load_row(const void* src, DType dtype, float* out, std::int64_t n);
 void store_row(const float* in, DType dtype, void* dst, std::int64_t n);
-void block_scores(const float* q, std::int64_t ldq, std::int64_t rows, const void* const* k_rows, DType k_dtype,
-                  std::int64_t keys, std::int64_t dim, float* s, std::int64_t lds, const PrefetchRows& prefetch);
+void block_scores(const float* q, std::int64_t ldq, std::int64_t rows, const void* const* k_rows,
+                  DType k_dtype, std::int64_t keys, std::int64_t dim, float* s, std::int64_t lds,
+                  const PrefetchRows& prefetch);
 void block_softmax(float* s, std::int64_t lds, std::int64_t rows, std::int64_t keys, float* m, float* d,
                    float* rescale);
-void block_accumulate(const float* w, std::int64_t ldw, std::int64_t rows, const void* const* v_rows, DType v_dtype,
-                      std::int64_t keys, std::int64_t dim, float* acc, std::int64_t lda, const float* rescale,
-                      const PrefetchRows& prefetch);
+void block_accumulate(const float* w, std::int64_t ldw, std::int64_t rows, const void* const* v_rows,
+                      DType v_dtype, std::int64_t keys, std::int64_t dim, float* acc, std::int64_t lda,
+                      const float* rescale, const PrefetchRows& prefetch);
 }  // namespace avx2
 
 }  // namespace kvinfer::cpu

@@ -38,7 +38,8 @@ class Serve : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("kvinfer_test_serve_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+           ("kvinfer_test_serve_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
             std::to_string(::getpid()));
     fs::create_directories(dir_);
   }
@@ -57,8 +58,9 @@ class Serve : public ::testing::Test {
 };
 
 // Small and quick: 2 threads at most, tiny model, few requests.
-const std::string kSmall = "serve -q --device cpu --threads 2 --requests 10 --prompt-len 16:200 --gen-len 4:24 "
-                           "--prefix-len 64 --arrival-rate 3 ";
+const std::string kSmall =
+    "serve -q --device cpu --threads 2 --requests 10 --prompt-len 16:200 --gen-len 4:24 "
+    "--prefix-len 64 --arrival-rate 3 ";
 
 TEST_F(Serve, TinyRunWithCheckPassesAndWritesTheReport) {
   const std::string out = path("report.json");
@@ -97,8 +99,9 @@ TEST_F(Serve, SharedPrefixesGoThroughCascadeAndMatchTheOracle) {
 }
 
 TEST_F(Serve, MlaPresetWithCheckPasses) {
-  const Result r = run("serve -q --device cpu --threads 2 --preset mla-tiny --requests 4 --prompt-len 8:80 "
-                       "--gen-len 2:8 --prefix-len 64 --check");
+  const Result r =
+      run("serve -q --device cpu --threads 2 --preset mla-tiny --requests 4 --prompt-len 8:80 "
+          "--gen-len 2:8 --prefix-len 64 --check");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("MLA"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("check:     passed"), std::string::npos) << r.output;
@@ -112,8 +115,9 @@ TEST_F(Serve, JsonAndCsvTraceFiles) {
   Result r = run("serve -q --device cpu --threads 2 --check --trace-file " + json);
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("3 requests"), std::string::npos) << r.output;
-  const std::string csv = write("trace.csv", "# a comment\narrival,prompt_len,gen_len,prefix_group,prefix_len\n"
-                                             "0,40,5,sys,32\n0,50,3,sys,32\n3,7,2,,\n");
+  const std::string csv = write("trace.csv",
+                                "# a comment\narrival,prompt_len,gen_len,prefix_group,prefix_len\n"
+                                "0,40,5,sys,32\n0,50,3,sys,32\n3,7,2,,\n");
   r = run("serve -q --device cpu --threads 2 --check --trace-file " + csv);
   ASSERT_EQ(r.code, 0) << r.output;
 }

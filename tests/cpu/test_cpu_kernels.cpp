@@ -17,11 +17,14 @@
 namespace kvinfer::cpu {
 namespace {
 
-bool have_avx2() { return detect_cpu_isa() == CpuIsa::kAvx2; }
+bool have_avx2() {
+  return detect_cpu_isa() == CpuIsa::kAvx2;
+}
 
 // Equal bit patterns, or both NaN (F16C may quiet a signalling NaN differently).
 bool same(float a, float b) {
-  return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b) || (std::isnan(a) && std::isnan(b));
+  return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b) ||
+         (std::isnan(a) && std::isnan(b));
 }
 
 TEST(CpuKernels, LoadRowMatchesPortableForEveryPattern) {
@@ -61,7 +64,8 @@ TEST(CpuKernels, StoreRowMatchesTheScalarConversions) {
   x.push_back(1.5f);  // an odd length: a scalar tail
   std::vector<std::uint16_t> out(x.size());
   fast.store_row(x.data(), DType::kBF16, out.data(), std::int64_t(x.size()));
-  for (std::size_t i = 0; i < x.size(); ++i) ASSERT_EQ(out[i], f32_to_bf16(x[i])) << std::hex << std::bit_cast<std::uint32_t>(x[i]);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    ASSERT_EQ(out[i], f32_to_bf16(x[i])) << std::hex << std::bit_cast<std::uint32_t>(x[i]);
   fast.store_row(x.data(), DType::kF16, out.data(), std::int64_t(x.size()));
   for (std::size_t i = 0; i < x.size(); ++i) {
     if (std::isnan(x[i])) {
@@ -120,13 +124,16 @@ TEST(CpuKernels, BlockStepsMatchPortable) {
           ASSERT_EQ(m1[i], m2[i]);
           ASSERT_NEAR(d1[i], d2[i], 1e-5 * d2[i]);
           ASSERT_NEAR(r1[i], r2[i], 1e-6);
-          for (std::int64_t j = 0; j < keys_padded(keys); ++j) ASSERT_NEAR(s1[i * lds + j], s2[i * lds + j], 1e-6);
+          for (std::int64_t j = 0; j < keys_padded(keys); ++j)
+            ASSERT_NEAR(s1[i * lds + j], s2[i * lds + j], 1e-6);
         }
         std::vector<float> a1(std::size_t(rows * dim));
         for (float& v : a1) v = nd(rng);
         std::vector<float> a2 = a1;
-        fast.block_accumulate(s1.data(), lds, rows, v_rows.data(), t, keys, dim, a1.data(), dim, r1.data(), {});
-        ref.block_accumulate(s1.data(), lds, rows, v_rows.data(), t, keys, dim, a2.data(), dim, r1.data(), {});
+        fast.block_accumulate(s1.data(), lds, rows, v_rows.data(), t, keys, dim, a1.data(), dim, r1.data(),
+                              {});
+        ref.block_accumulate(s1.data(), lds, rows, v_rows.data(), t, keys, dim, a2.data(), dim, r1.data(),
+                             {});
         for (std::int64_t i = 0; i < rows * dim; ++i) ASSERT_NEAR(a1[i], a2[i], 1e-4 * (1 + std::abs(a2[i])));
       }
     }

@@ -15,7 +15,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // An int32 array built on the host each step, and where the wrappers read it: the
 // host array itself on the CPU, a reused device buffer on a GPU.
@@ -59,7 +61,9 @@ struct TableBuilder {
   }
   std::int64_t size() const { return std::int64_t(last_page_len.host.size()); }
   // indptr and last_page_len on the host (plan reads them there), indices on the device.
-  PageTable for_plan(Device device) { return {indptr.on_host(), indices.on(device), last_page_len.on_host()}; }
+  PageTable for_plan(Device device) {
+    return {indptr.on_host(), indices.on(device), last_page_len.on_host()};
+  }
   PageTable on(Device device) { return {indptr.on(device), indices.on(device), last_page_len.on(device)}; }
 };
 
@@ -76,11 +80,21 @@ class RandomPool {
     for (std::int64_t i = 0; i < numel_; ++i) {
       const float x = nd(rng_);
       switch (dtype) {
-        case DType::kF16: host.data_as<std::uint16_t>()[i] = f32_to_f16(x); break;
-        case DType::kBF16: host.data_as<std::uint16_t>()[i] = f32_to_bf16(x); break;
-        case DType::kE4M3: host.data_as<std::uint8_t>()[i] = f32_to_e4m3(x); break;
-        case DType::kE5M2: host.data_as<std::uint8_t>()[i] = f32_to_e5m2(x); break;
-        default: host.data_as<float>()[i] = x; break;
+        case DType::kF16:
+          host.data_as<std::uint16_t>()[i] = f32_to_f16(x);
+          break;
+        case DType::kBF16:
+          host.data_as<std::uint16_t>()[i] = f32_to_bf16(x);
+          break;
+        case DType::kE4M3:
+          host.data_as<std::uint8_t>()[i] = f32_to_e4m3(x);
+          break;
+        case DType::kE5M2:
+          host.data_as<std::uint8_t>()[i] = f32_to_e5m2(x);
+          break;
+        default:
+          host.data_as<float>()[i] = x;
+          break;
       }
     }
     data_ = device.is_cpu() ? std::move(host) : host.to(device);
@@ -88,8 +102,7 @@ class RandomPool {
   TensorView take(std::initializer_list<std::int64_t> shape) {
     std::int64_t n = 1;
     for (std::int64_t d : shape) n *= d;
-    const std::int64_t offset =
-        std::uniform_int_distribution<std::int64_t>(0, (numel_ - n) / 16)(rng_) * 16;
+    const std::int64_t offset = std::uniform_int_distribution<std::int64_t>(0, (numel_ - n) / 16)(rng_) * 16;
     auto* p = static_cast<char*>(data_.data()) + offset * std::int64_t(dtype_size(dtype_));
     return TensorView(p, dtype_, shape, data_.device());
   }
@@ -102,7 +115,9 @@ class RandomPool {
 };
 
 // Causal query-key pairs of a segment of qo_len queries at the end of kv_len keys.
-double causal_pairs(double qo, double kv) { return qo * (kv - qo) + qo * (qo + 1) / 2; }
+double causal_pairs(double qo, double kv) {
+  return qo * (kv - qo) + qo * (qo + 1) / 2;
+}
 
 }  // namespace
 
@@ -173,7 +188,9 @@ Engine::Engine(const ModelShape& model, const EngineOptions& options)
 
 Engine::~Engine() = default;
 
-std::int64_t Engine::kv_cache_bytes() const { return std::int64_t(impl_->cache.nbytes()); }
+std::int64_t Engine::kv_cache_bytes() const {
+  return std::int64_t(impl_->cache.nbytes());
+}
 
 StepStats Engine::run_step(const StepBatch& batch, OracleCheck* check) {
   ++impl_->step_index;
@@ -228,7 +245,8 @@ StepStats Engine::Impl::run_gqa(const StepBatch& batch, OracleCheck* check) {
     append_indptr.host.push_back(append_indptr.host.back() + w.qo_len);
     append_seq_lens.host.push_back(w.kv_len);
     st.prefill_flops += causal_pairs(w.qo_len, w.kv_len) * double(hq) * 4.0 * double(d);
-    st.prefill_bytes += double(w.kv_len) * double(hk * d) * 2 * elem + double(w.qo_len) * double(hq * d) * 2 * qelem;
+    st.prefill_bytes +=
+        double(w.kv_len) * double(hk * d) * 2 * elem + double(w.qo_len) * double(hq * d) * 2 * qelem;
     if (check) {
       segments.push_back({w.sequence < 0 ? fmt::format("prefill of the shared prefix of group {}", w.group)
                                          : fmt::format("prefill of request {}", w.sequence),
@@ -240,7 +258,8 @@ StepStats Engine::Impl::run_gqa(const StepBatch& batch, OracleCheck* check) {
   for (const DecodeWork* w : plain) {
     decode_table.add(w->pages.data(), std::int32_t(w->pages.size()), w->kv_len, ps);
     st.decode_bytes += double(w->kv_len) * double(hk * d) * 2 * elem;
-    if (check) segments.push_back({fmt::format("decode of request {}", w->sequence), row, 1, w->kv_len, w->pages});
+    if (check)
+      segments.push_back({fmt::format("decode of request {}", w->sequence), row, 1, w->kv_len, w->pages});
     ++row;
   }
   for (std::size_t i = 0; i < 2; ++i) {
@@ -263,8 +282,8 @@ StepStats Engine::Impl::run_gqa(const StepBatch& batch, OracleCheck* check) {
         cascade_table[1].add(w->pages.data() + w->shared_pages, own_pages, own_len, ps);
         st.decode_bytes += double(own_len) * double(hk * d) * 2 * elem;
         if (check) {
-          segments.push_back({fmt::format("decode of request {} (cascade over the prefix of group {})", w->sequence,
-                                          w->group),
+          segments.push_back({fmt::format("decode of request {} (cascade over the prefix of group {})",
+                                          w->sequence, w->group),
                               row, 1, w->kv_len, w->pages});
         }
         ++row;
@@ -293,23 +312,44 @@ StepStats Engine::Impl::run_gqa(const StepBatch& batch, OracleCheck* check) {
   // Plans: once per step, shared by every layer (the page tables are the same).
   auto t0 = Clock::now();
   const PageTable append = append_table.on(dev);
-  const TensorView bi = batch_indices.view().slice(0, 0, new_tokens), pos = positions.view().slice(0, 0, new_tokens);
+  const TensorView bi = batch_indices.view().slice(0, 0, new_tokens),
+                   pos = positions.view().slice(0, 0, new_tokens);
   if (new_tokens > 0) get_batch_indices_positions(append_indptr.on(dev), append_seq_lens.on(dev), bi, pos);
   const AttentionOptions causal{.mask_mode = MaskMode::kCausal};
   if (prefill_rows > 0) {
-    prefill.plan({.qo_indptr = prefill_qo_indptr.on_host(), .page_table = prefill_table.for_plan(dev),
-                  .num_qo_heads = hq, .num_kv_heads = hk, .head_dim = d, .page_size = ps, .options = causal,
-                  .q_dtype = model.q_dtype, .kv_dtype = model.kv_dtype, .o_dtype = model.q_dtype});
+    prefill.plan({.qo_indptr = prefill_qo_indptr.on_host(),
+                  .page_table = prefill_table.for_plan(dev),
+                  .num_qo_heads = hq,
+                  .num_kv_heads = hk,
+                  .head_dim = d,
+                  .page_size = ps,
+                  .options = causal,
+                  .q_dtype = model.q_dtype,
+                  .kv_dtype = model.kv_dtype,
+                  .o_dtype = model.q_dtype});
   }
   if (decode_rows > 0) {
-    decode.plan({.page_table = decode_table.for_plan(dev), .num_qo_heads = hq, .num_kv_heads = hk, .head_dim = d,
-                 .page_size = ps, .q_dtype = model.q_dtype, .kv_dtype = model.kv_dtype, .o_dtype = model.q_dtype});
+    decode.plan({.page_table = decode_table.for_plan(dev),
+                 .num_qo_heads = hq,
+                 .num_kv_heads = hk,
+                 .head_dim = d,
+                 .page_size = ps,
+                 .q_dtype = model.q_dtype,
+                 .kv_dtype = model.kv_dtype,
+                 .o_dtype = model.q_dtype});
   }
   if (cascade_rows > 0) {
-    cascade.plan({.levels = {{.qo_indptr = cascade_qo_indptr[0].on_host(), .page_table = cascade_table[0].for_plan(dev)},
-                             {.qo_indptr = cascade_qo_indptr[1].on_host(), .page_table = cascade_table[1].for_plan(dev)}},
-                  .num_qo_heads = hq, .num_kv_heads = hk, .head_dim = d, .page_size = ps,
-                  .q_dtype = model.q_dtype, .kv_dtype = model.kv_dtype, .o_dtype = model.q_dtype});
+    cascade.plan({.levels = {{.qo_indptr = cascade_qo_indptr[0].on_host(),
+                              .page_table = cascade_table[0].for_plan(dev)},
+                             {.qo_indptr = cascade_qo_indptr[1].on_host(),
+                              .page_table = cascade_table[1].for_plan(dev)}},
+                  .num_qo_heads = hq,
+                  .num_kv_heads = hk,
+                  .head_dim = d,
+                  .page_size = ps,
+                  .q_dtype = model.q_dtype,
+                  .kv_dtype = model.kv_dtype,
+                  .o_dtype = model.q_dtype});
   }
   sync();
   st.plan_s = seconds_since(t0);
@@ -334,14 +374,17 @@ StepStats Engine::Impl::run_gqa(const StepBatch& batch, OracleCheck* check) {
     }
     if (decode_rows + cascade_rows > 0) {
       t0 = Clock::now();
-      if (decode_rows > 0) decode.run(q.slice(0, r1, r2), kv, out_rows.slice(0, r1, r2), {.lse = lse_rows.slice(0, r1, r2)});
+      if (decode_rows > 0)
+        decode.run(q.slice(0, r1, r2), kv, out_rows.slice(0, r1, r2), {.lse = lse_rows.slice(0, r1, r2)});
       if (cascade_rows > 0) {
-        cascade.run(q.slice(0, r2, rows), kv, out_rows.slice(0, r2, rows), {.lse = lse_rows.slice(0, r2, rows)});
+        cascade.run(q.slice(0, r2, rows), kv, out_rows.slice(0, r2, rows),
+                    {.lse = lse_rows.slice(0, r2, rows)});
       }
       sync();
       st.decode_s += seconds_since(t0);
     }
-    if (check && check->wants(step_index, layer)) check->check_gqa(batch.step, layer, q, out_rows, lse_rows, kv, segments);
+    if (check && check->wants(step_index, layer))
+      check->check_gqa(batch.step, layer, q, out_rows, lse_rows, kv, segments);
   }
   const double layers = model.num_layers;
   st.prefill_flops *= layers;
@@ -383,7 +426,8 @@ StepStats Engine::Impl::run_mla(const StepBatch& batch, OracleCheck* check) {
     append_indptr.host.push_back(append_indptr.host.back() + w.qo_len);
     append_seq_lens.host.push_back(w.kv_len);
     st.prefill_flops += causal_pairs(w.qo_len, w.kv_len) * flops_per_pair;
-    st.prefill_bytes += double(w.kv_len) * double(dc + dp) * elem + double(w.qo_len) * double(h * (2 * dc + dp)) * qelem;
+    st.prefill_bytes +=
+        double(w.kv_len) * double(dc + dp) * elem + double(w.qo_len) * double(h * (2 * dc + dp)) * qelem;
     if (check) {
       segments.push_back({w.sequence < 0 ? fmt::format("prefill of the shared prefix of group {}", w.group)
                                          : fmt::format("prefill of request {}", w.sequence),
@@ -401,7 +445,8 @@ StepStats Engine::Impl::run_mla(const StepBatch& batch, OracleCheck* check) {
     append_seq_lens.host.push_back(w.kv_len);
     st.decode_flops += double(w.kv_len) * flops_per_pair;
     st.decode_bytes += double(w.kv_len) * double(dc + dp) * elem + double(h * (2 * dc + dp)) * qelem;
-    if (check) segments.push_back({fmt::format("decode of request {}", w.sequence), row, 1, w.kv_len, w.pages});
+    if (check)
+      segments.push_back({fmt::format("decode of request {}", w.sequence), row, 1, w.kv_len, w.pages});
     ++row;
   }
   const std::int64_t rows = row, decode_rows = rows - prefill_rows, new_tokens = append_indptr.host.back();
@@ -410,20 +455,37 @@ StepStats Engine::Impl::run_mla(const StepBatch& batch, OracleCheck* check) {
 
   auto t0 = Clock::now();
   const PageTable append = append_table.on(dev);
-  const TensorView bi = batch_indices.view().slice(0, 0, new_tokens), pos = positions.view().slice(0, 0, new_tokens);
+  const TensorView bi = batch_indices.view().slice(0, 0, new_tokens),
+                   pos = positions.view().slice(0, 0, new_tokens);
   if (new_tokens > 0) get_batch_indices_positions(append_indptr.on(dev), append_seq_lens.on(dev), bi, pos);
   const std::optional<float> scale = model.sm_scale();
   if (prefill_rows > 0) {
-    mla_prefill.plan({.qo_indptr = prefill_qo_indptr.on_host(), .kv_indptr = prefill_table.indptr.on_host(),
-                      .kv_indices = prefill_table.indices.on(dev), .kv_len = mla_prefill_kv_len.on_host(),
-                      .num_heads = h, .head_dim_ckv = dc, .head_dim_kpe = dp, .page_size = ps, .causal = true,
-                      .sm_scale = scale, .q_dtype = model.q_dtype, .kv_dtype = model.kv_dtype});
+    mla_prefill.plan({.qo_indptr = prefill_qo_indptr.on_host(),
+                      .kv_indptr = prefill_table.indptr.on_host(),
+                      .kv_indices = prefill_table.indices.on(dev),
+                      .kv_len = mla_prefill_kv_len.on_host(),
+                      .num_heads = h,
+                      .head_dim_ckv = dc,
+                      .head_dim_kpe = dp,
+                      .page_size = ps,
+                      .causal = true,
+                      .sm_scale = scale,
+                      .q_dtype = model.q_dtype,
+                      .kv_dtype = model.kv_dtype});
   }
   if (decode_rows > 0) {
-    mla_decode.plan({.qo_indptr = mla_decode_qo_indptr.on_host(), .kv_indptr = decode_table.indptr.on_host(),
-                     .kv_indices = decode_table.indices.on(dev), .kv_len = mla_decode_kv_len.on_host(),
-                     .num_heads = h, .head_dim_ckv = dc, .head_dim_kpe = dp, .page_size = ps, .causal = true,
-                     .sm_scale = scale, .q_dtype = model.q_dtype, .kv_dtype = model.kv_dtype});
+    mla_decode.plan({.qo_indptr = mla_decode_qo_indptr.on_host(),
+                     .kv_indptr = decode_table.indptr.on_host(),
+                     .kv_indices = decode_table.indices.on(dev),
+                     .kv_len = mla_decode_kv_len.on_host(),
+                     .num_heads = h,
+                     .head_dim_ckv = dc,
+                     .head_dim_kpe = dp,
+                     .page_size = ps,
+                     .causal = true,
+                     .sm_scale = scale,
+                     .q_dtype = model.q_dtype,
+                     .kv_dtype = model.kv_dtype});
   }
   sync();
   st.plan_s = seconds_since(t0);

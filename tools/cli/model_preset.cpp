@@ -80,8 +80,8 @@ std::string ModelShape::describe() const {
     return fmt::format("{}: MLA, {} layers, {} heads, ckv {} + kpe {}, {} KV", name, num_layers, num_qo_heads,
                        head_dim_ckv, head_dim_kpe, dtype_name(kv_dtype));
   }
-  return fmt::format("{}: {} layers, {} q / {} kv heads, d {}, {} KV", name, num_layers, num_qo_heads, num_kv_heads,
-                     head_dim, dtype_name(kv_dtype));
+  return fmt::format("{}: {} layers, {} q / {} kv heads, d {}, {} KV", name, num_layers, num_qo_heads,
+                     num_kv_heads, head_dim, dtype_name(kv_dtype));
 }
 
 std::vector<ModelPresetInfo> model_presets() {
@@ -97,13 +97,16 @@ ModelShape make_model(const std::string& preset, const ModelOverrides& o) {
     if (p.shape.name == preset) found = &p;
     names += (names.empty() ? "" : ", ") + p.shape.name;
   }
-  if (found == nullptr) throw InputError(fmt::format("--preset = {}: unknown preset (known: {})", preset, names));
+  if (found == nullptr)
+    throw InputError(fmt::format("--preset = {}: unknown preset (known: {})", preset, names));
   ModelShape m = found->shape;
   const bool is_mla = m.kind == AttentionKind::kMla;
   if (o.num_layers) m.num_layers = *o.num_layers;
   if (o.num_qo_heads) m.num_qo_heads = *o.num_qo_heads;
   if (o.num_kv_heads) {
-    if (is_mla) throw InputError(fmt::format("--kv-heads: {} is an MLA model, whose heads share one latent KV", m.name));
+    if (is_mla)
+      throw InputError(
+          fmt::format("--kv-heads: {} is an MLA model, whose heads share one latent KV", m.name));
     m.num_kv_heads = *o.num_kv_heads;
   }
   if (o.head_dim) {
@@ -120,10 +123,12 @@ ModelShape make_model(const std::string& preset, const ModelOverrides& o) {
     throw InputError(fmt::format("--qo-heads = {}: must be in [1, 1024]", m.num_qo_heads));
   }
   if (!is_mla) {
-    if (m.num_kv_heads < 1) throw InputError(fmt::format("--kv-heads = {}: must be at least 1", m.num_kv_heads));
+    if (m.num_kv_heads < 1)
+      throw InputError(fmt::format("--kv-heads = {}: must be at least 1", m.num_kv_heads));
     if (m.num_qo_heads % m.num_kv_heads != 0) {
-      throw InputError(fmt::format("--qo-heads = {} with --kv-heads = {}: query heads must be a multiple of kv heads",
-                                   m.num_qo_heads, m.num_kv_heads));
+      throw InputError(
+          fmt::format("--qo-heads = {} with --kv-heads = {}: query heads must be a multiple of kv heads",
+                      m.num_qo_heads, m.num_kv_heads));
     }
     if (m.head_dim < 16 || m.head_dim > 512 || m.head_dim % 16 != 0) {
       throw InputError(fmt::format("--head-dim = {}: must be a multiple of 16 in [16, 512]", m.head_dim));

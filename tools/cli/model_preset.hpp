@@ -21,10 +21,10 @@ struct ModelShape {
   AttentionKind kind = AttentionKind::kGqa;
   int num_layers = 0;
   int num_qo_heads = 0;
-  int num_kv_heads = 0;  // GQA; MLA has one latent KV shared by all heads
-  int head_dim = 0;      // GQA
-  int head_dim_ckv = 0;  // MLA
-  int head_dim_kpe = 0;  // MLA
+  int num_kv_heads = 0;          // GQA; MLA has one latent KV shared by all heads
+  int head_dim = 0;              // GQA
+  int head_dim_ckv = 0;          // MLA
+  int head_dim_kpe = 0;          // MLA
   DType q_dtype = DType::kBF16;  // q and o
   DType kv_dtype = DType::kBF16;
 

@@ -20,12 +20,18 @@ constexpr std::size_t kMaxDecodeSegments = 4;
 
 double to_double(const void* p, DType t) {
   switch (t) {
-    case DType::kF32: return *static_cast<const float*>(p);
-    case DType::kF16: return f16_to_f32(*static_cast<const std::uint16_t*>(p));
-    case DType::kBF16: return bf16_to_f32(*static_cast<const std::uint16_t*>(p));
-    case DType::kE4M3: return e4m3_to_f32(*static_cast<const std::uint8_t*>(p));
-    case DType::kE5M2: return e5m2_to_f32(*static_cast<const std::uint8_t*>(p));
-    default: return std::nan("");
+    case DType::kF32:
+      return *static_cast<const float*>(p);
+    case DType::kF16:
+      return f16_to_f32(*static_cast<const std::uint16_t*>(p));
+    case DType::kBF16:
+      return bf16_to_f32(*static_cast<const std::uint16_t*>(p));
+    case DType::kE4M3:
+      return e4m3_to_f32(*static_cast<const std::uint8_t*>(p));
+    case DType::kE5M2:
+      return e5m2_to_f32(*static_cast<const std::uint8_t*>(p));
+    default:
+      return std::nan("");
   }
 }
 
@@ -43,7 +49,8 @@ struct HostView {
     }
   }
   const char* row(std::int64_t i, std::int64_t h) const {
-    return static_cast<const char*>(view.data()) + (i * view.stride(0) + h * view.stride(1)) * std::int64_t(view.element_size());
+    return static_cast<const char*>(view.data()) +
+           (i * view.stride(0) + h * view.stride(1)) * std::int64_t(view.element_size());
   }
 };
 
@@ -57,7 +64,9 @@ class PageReader {
     const bool heads = storage_.rank() == 4;
     if (storage_.device().is_cpu()) {
       return static_cast<const char*>(storage_.data()) +
-             (page * storage_.stride(0) + slot * storage_.stride(1) + (heads ? head * storage_.stride(2) : 0)) * elem_;
+             (page * storage_.stride(0) + slot * storage_.stride(1) +
+              (heads ? head * storage_.stride(2) : 0)) *
+                 elem_;
     }
     auto [it, added] = copies_.try_emplace(page);
     const TensorView p = storage_.select(0, page);
@@ -70,7 +79,8 @@ class PageReader {
       }
     }
     const TensorView& h = it->second.view();
-    return static_cast<const char*>(h.data()) + (slot * h.stride(0) + (heads ? head * h.stride(1) : 0)) * elem_;
+    return static_cast<const char*>(h.data()) +
+           (slot * h.stride(0) + (heads ? head * h.stride(1) : 0)) * elem_;
   }
 
  private:
@@ -98,16 +108,19 @@ bool OracleCheck::wants(std::int64_t step_index, int layer) const {
   return layer == int((step_index / every_) % model_.num_layers);
 }
 
-std::vector<const CheckSegment*> OracleCheck::sample(std::int64_t step, const std::vector<CheckSegment>& segments) const {
+std::vector<const CheckSegment*> OracleCheck::sample(std::int64_t step,
+                                                     const std::vector<CheckSegment>& segments) const {
   std::vector<const CheckSegment*> prefill, decode, picked;
-  for (const CheckSegment& s : segments) (s.qo_len > 1 || s.label.rfind("prefill", 0) == 0 ? prefill : decode).push_back(&s);
+  for (const CheckSegment& s : segments)
+    (s.qo_len > 1 || s.label.rfind("prefill", 0) == 0 ? prefill : decode).push_back(&s);
   // Rotate through the segments from step to step; cascade rows come last in a batch,
   // so take from both ends.
   auto take = [&](std::vector<const CheckSegment*>& from, std::size_t n) {
     if (from.empty()) return;
     const std::size_t start = std::size_t(step) % from.size();
     for (std::size_t i = 0; i < std::min(n, from.size()); ++i) {
-      const std::size_t k = i % 2 == 0 ? (start + i / 2) % from.size() : from.size() - 1 - (start + i / 2) % from.size();
+      const std::size_t k =
+          i % 2 == 0 ? (start + i / 2) % from.size() : from.size() - 1 - (start + i / 2) % from.size();
       if (std::find(picked.begin(), picked.end(), from[k]) == picked.end()) picked.push_back(from[k]);
     }
   };
@@ -135,10 +148,12 @@ void compare(const std::string& where, const CheckSegment& seg, std::int32_t row
         const double err = std::abs(got - want);
         const double tol = sum.atol + sum.rtol * std::abs(want);
         if (!(err <= tol)) {
-          throw CheckFailure(fmt::format(
-              "{}: {}, query row {} of {} (kv_len {}), head {}, element {}: output {:.6g}, float64 oracle {:.6g} "
-              "(|error| {:.3g} > tolerance {:.3g})",
-              where, seg.label, seg.qo_len - rows_checked + i, seg.qo_len, seg.kv_len, h, e, got, want, err, tol));
+          throw CheckFailure(
+              fmt::format("{}: {}, query row {} of {} (kv_len {}), head {}, element {}: output {:.6g}, "
+                          "float64 oracle {:.6g} "
+                          "(|error| {:.3g} > tolerance {:.3g})",
+                          where, seg.label, seg.qo_len - rows_checked + i, seg.qo_len, seg.kv_len, h, e, got,
+                          want, err, tol));
         }
         sum.max_err_o = std::max(sum.max_err_o, err);
       }
@@ -147,10 +162,11 @@ void compare(const std::string& where, const CheckSegment& seg, std::int32_t row
       const double err = std::abs(got_lse - want_lse);
       const double tol = sum.atol + 1e-3 * std::abs(want_lse);
       if (!(err <= tol)) {
-        throw CheckFailure(fmt::format("{}: {}, query row {} of {} (kv_len {}), head {}: LSE {:.6g}, float64 oracle "
-                                       "{:.6g} (|error| {:.3g} > tolerance {:.3g})",
-                                       where, seg.label, seg.qo_len - rows_checked + i, seg.qo_len, seg.kv_len, h,
-                                       got_lse, want_lse, err, tol));
+        throw CheckFailure(
+            fmt::format("{}: {}, query row {} of {} (kv_len {}), head {}: LSE {:.6g}, float64 oracle "
+                        "{:.6g} (|error| {:.3g} > tolerance {:.3g})",
+                        where, seg.label, seg.qo_len - rows_checked + i, seg.qo_len, seg.kv_len, h, got_lse,
+                        want_lse, err, tol));
       }
       sum.max_err_lse = std::max(sum.max_err_lse, err);
     }
@@ -162,7 +178,8 @@ void compare(const std::string& where, const CheckSegment& seg, std::int32_t row
 }  // namespace
 
 void OracleCheck::check_gqa(std::int64_t step, int layer, const TensorView& q, const TensorView& out,
-                            const TensorView& lse, const PagedKVCache& cache, const std::vector<CheckSegment>& segments) {
+                            const TensorView& lse, const PagedKVCache& cache,
+                            const std::vector<CheckSegment>& segments) {
   const std::int64_t hq = model_.num_qo_heads, hk = model_.num_kv_heads, d = model_.head_dim;
   const HostView qh(q), oh(out), lh(lse);
   PageReader kr(cache.k), vr(cache.v);  // the engine's cache is NHD

@@ -45,8 +45,8 @@ class OracleCheck {
   bool wants(std::int64_t step_index, int layer) const;
 
   // q [rows, Hq, D], out [rows, Hq, D], lse [rows, Hq]; on any device.
-  void check_gqa(std::int64_t step, int layer, const TensorView& q, const TensorView& out, const TensorView& lse,
-                 const PagedKVCache& cache, const std::vector<CheckSegment>& segments);
+  void check_gqa(std::int64_t step, int layer, const TensorView& q, const TensorView& out,
+                 const TensorView& lse, const PagedKVCache& cache, const std::vector<CheckSegment>& segments);
   // q_nope [rows, H, 512], q_pe [rows, H, 64], out [rows, H, 512], lse [rows, H].
   void check_mla(std::int64_t step, int layer, const TensorView& q_nope, const TensorView& q_pe,
                  const TensorView& out, const TensorView& lse, const MLACache& cache,

@@ -26,7 +26,8 @@ std::int32_t PageAllocator::allocate() {
 }
 
 void PageAllocator::retain(std::int32_t page) {
-  if (refcount_.at(std::size_t(page)) <= 0) throw std::logic_error(fmt::format("retain of free page {}", page));
+  if (refcount_.at(std::size_t(page)) <= 0)
+    throw std::logic_error(fmt::format("retain of free page {}", page));
   ++refcount_[std::size_t(page)];
 }
 

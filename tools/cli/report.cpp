@@ -29,7 +29,9 @@ double mean(const std::vector<double>& v) {
   return v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
 }
 
-double ratio(double a, double b) { return b > 0 ? a / b : 0; }
+double ratio(double a, double b) {
+  return b > 0 ? a / b : 0;
+}
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -56,9 +58,10 @@ void RunMetrics::add(const StepBatch& batch, const StepStats& s) {
     if (w.sequence >= 0) ++generated_tokens;
   }
   generated_tokens += std::int64_t(batch.decode.size());
-  peak_batch = std::max<std::int64_t>(peak_batch, std::int64_t(batch.decode.size()) +
-                                                      std::count_if(batch.prefill.begin(), batch.prefill.end(),
-                                                                    [](const PrefillWork& w) { return w.sequence >= 0; }));
+  peak_batch = std::max<std::int64_t>(
+      peak_batch, std::int64_t(batch.decode.size()) +
+                      std::count_if(batch.prefill.begin(), batch.prefill.end(),
+                                    [](const PrefillWork& w) { return w.sequence >= 0; }));
   plan_s += s.plan_s;
   append_s += s.append_s;
   prefill_s += s.prefill_s;
@@ -129,40 +132,46 @@ void print_report(const nlohmann::json& r, const ReportContext& c) {
   const auto& lat = r["latency"];
   fmt::print("kvinfer serve: {}\n", c.headline);
   fmt::print("trace:     {}\n", c.trace_line);
-  fmt::print("steps:     {} ({} with prefill, {} with decode) in {:.2f} s\n", res["steps"].get<std::int64_t>(),
-             res["prefill_steps"].get<std::int64_t>(), res["decode_steps"].get<std::int64_t>(),
-             res["wall_s"].get<double>());
-  fmt::print("tokens:    {} prompt + {} generated = {:.0f} tokens/s ({:.0f} generated tokens/s), peak batch {}\n",
-             res["prompt_tokens"].get<std::int64_t>(), res["generated_tokens"].get<std::int64_t>(),
-             res["tokens_per_s"].get<double>(), res["generated_tokens_per_s"].get<double>(),
-             res["peak_batch"].get<std::int64_t>());
+  fmt::print("steps:     {} ({} with prefill, {} with decode) in {:.2f} s\n",
+             res["steps"].get<std::int64_t>(), res["prefill_steps"].get<std::int64_t>(),
+             res["decode_steps"].get<std::int64_t>(), res["wall_s"].get<double>());
+  fmt::print(
+      "tokens:    {} prompt + {} generated = {:.0f} tokens/s ({:.0f} generated tokens/s), peak batch {}\n",
+      res["prompt_tokens"].get<std::int64_t>(), res["generated_tokens"].get<std::int64_t>(),
+      res["tokens_per_s"].get<double>(), res["generated_tokens_per_s"].get<double>(),
+      res["peak_batch"].get<std::int64_t>());
   fmt::print("attention: {:.2f} s ({:.0f}% of the run); append {:.2f} s, plan {:.3f} s\n",
-             att["total_s"].get<double>(), 100 * att["share_of_wall"].get<double>(), att["append_s"].get<double>(),
-             att["plan_s"].get<double>());
-  fmt::print("  prefill  {:8.2f} ms/step (p50 {:.2f}, p99 {:.2f}) over {} steps: {:.1f} GFLOP/s, {:.2f} GB/s\n",
-             pf["ms_per_step_mean"].get<double>(), pf["ms_per_step_p50"].get<double>(),
-             pf["ms_per_step_p99"].get<double>(), pf["steps"].get<std::int64_t>(), pf["gflops_per_s"].get<double>(),
-             pf["gbytes_per_s"].get<double>());
-  fmt::print("  decode   {:8.2f} ms/step (p50 {:.2f}, p99 {:.2f}) over {} steps: {:.2f} GB/s, {:.1f} GFLOP/s{}\n",
-             dc["ms_per_step_mean"].get<double>(), dc["ms_per_step_p50"].get<double>(),
-             dc["ms_per_step_p99"].get<double>(), dc["steps"].get<std::int64_t>(), dc["gbytes_per_s"].get<double>(),
-             dc["gflops_per_s"].get<double>(),
-             att["cascade_rows"].get<std::int64_t>() > 0
-                 ? fmt::format("; cascade in {} steps ({} rows)", att["cascade_steps"].get<std::int64_t>(),
-                               att["cascade_rows"].get<std::int64_t>())
-                 : "");
+             att["total_s"].get<double>(), 100 * att["share_of_wall"].get<double>(),
+             att["append_s"].get<double>(), att["plan_s"].get<double>());
+  fmt::print(
+      "  prefill  {:8.2f} ms/step (p50 {:.2f}, p99 {:.2f}) over {} steps: {:.1f} GFLOP/s, {:.2f} GB/s\n",
+      pf["ms_per_step_mean"].get<double>(), pf["ms_per_step_p50"].get<double>(),
+      pf["ms_per_step_p99"].get<double>(), pf["steps"].get<std::int64_t>(), pf["gflops_per_s"].get<double>(),
+      pf["gbytes_per_s"].get<double>());
+  fmt::print(
+      "  decode   {:8.2f} ms/step (p50 {:.2f}, p99 {:.2f}) over {} steps: {:.2f} GB/s, {:.1f} GFLOP/s{}\n",
+      dc["ms_per_step_mean"].get<double>(), dc["ms_per_step_p50"].get<double>(),
+      dc["ms_per_step_p99"].get<double>(), dc["steps"].get<std::int64_t>(), dc["gbytes_per_s"].get<double>(),
+      dc["gflops_per_s"].get<double>(),
+      att["cascade_rows"].get<std::int64_t>() > 0
+          ? fmt::format("; cascade in {} steps ({} rows)", att["cascade_steps"].get<std::int64_t>(),
+                        att["cascade_rows"].get<std::int64_t>())
+          : "");
   fmt::print("pages:     peak {} of {} in use ({:.0f}%), page size {}, KV cache {:.1f} MiB\n",
              pg["peak_in_use"].get<std::int64_t>(), pg["num_pages"].get<std::int64_t>(),
              100 * pg["peak_fraction"].get<double>(), pg["page_size"].get<std::int64_t>(),
              double(pg["kv_cache_bytes"].get<std::int64_t>()) / double(1 << 20));
   fmt::print("latency:   time to first token {:.3f} s mean, {:.3f} s p99; request {:.3f} s mean\n",
-             lat["ttft_s_mean"].get<double>(), lat["ttft_s_p99"].get<double>(), lat["e2e_s_mean"].get<double>());
+             lat["ttft_s_mean"].get<double>(), lat["ttft_s_p99"].get<double>(),
+             lat["e2e_s_mean"].get<double>());
   const auto& ck = r["check"];
   if (ck.value("enabled", false)) {
-    fmt::print("check:     passed: {} segments on {} (step, layer) pairs match the float64 oracle (max |error| "
-               "{:.2g} in o, {:.2g} in LSE; tolerance {:.2g} + {:.2g} |ref|)\n",
-               ck["segments"].get<std::int64_t>(), ck["layer_steps"].get<std::int64_t>(), ck["max_err_o"].get<double>(),
-               ck["max_err_lse"].get<double>(), ck["atol"].get<double>(), ck["rtol"].get<double>());
+    fmt::print(
+        "check:     passed: {} segments on {} (step, layer) pairs match the float64 oracle (max |error| "
+        "{:.2g} in o, {:.2g} in LSE; tolerance {:.2g} + {:.2g} |ref|)\n",
+        ck["segments"].get<std::int64_t>(), ck["layer_steps"].get<std::int64_t>(),
+        ck["max_err_o"].get<double>(), ck["max_err_lse"].get<double>(), ck["atol"].get<double>(),
+        ck["rtol"].get<double>());
   }
 }
 
@@ -175,7 +184,8 @@ void check_writable(const std::string& path) {
     throw InputError(fmt::format("--json = {}: directory {} does not exist", path, dir.string()));
   }
   if (fs::is_directory(p, ec)) throw InputError(fmt::format("--json = {}: is a directory", path));
-  if (::access(dir.c_str(), W_OK) != 0) throw InputError(fmt::format("--json = {}: cannot write into {}", path, dir.string()));
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw InputError(fmt::format("--json = {}: cannot write into {}", path, dir.string()));
 }
 
 void write_json_atomic(const std::string& path, const nlohmann::json& report) {
@@ -199,8 +209,8 @@ void write_json_atomic(const std::string& path, const nlohmann::json& report) {
 
 Progress::Progress(bool enabled) : enabled_(enabled && ::isatty(::fileno(stderr))) {}
 
-void Progress::update(const Scheduler& s, const RunMetrics& m, std::int32_t pages_in_use, std::int32_t num_pages,
-                      bool force) {
+void Progress::update(const Scheduler& s, const RunMetrics& m, std::int32_t pages_in_use,
+                      std::int32_t num_pages, bool force) {
   if (!enabled_) return;
   const double t = now_s();
   if (!force && last_ >= 0 && t - last_ < 0.1) return;

@@ -20,7 +20,7 @@ struct RunMetrics {
   std::int64_t prompt_tokens = 0;     // prefill query rows (a shared prefix once per fill)
   std::int64_t generated_tokens = 0;  // one per prefilled request and per decode row
   std::int64_t cascade_rows = 0;
-  std::int64_t peak_batch = 0;        // requests in one step (prefill + decode)
+  std::int64_t peak_batch = 0;  // requests in one step (prefill + decode)
   double wall_s = 0, plan_s = 0, append_s = 0, prefill_s = 0, decode_s = 0;
   double prefill_flops = 0, prefill_bytes = 0, decode_flops = 0, decode_bytes = 0;
   std::vector<double> prefill_step_ms, decode_step_ms;  // attention time of each step, all layers
@@ -36,7 +36,7 @@ struct ReportContext {
   std::int32_t num_pages = 0, peak_pages = 0, page_size = 0;
   std::int64_t kv_cache_bytes = 0;
   std::vector<RequestTimes> times;
-  nlohmann::json check;   // {"enabled": false} or the summary
+  nlohmann::json check;  // {"enabled": false} or the summary
 };
 
 nlohmann::json make_report(const RunMetrics& m, const ReportContext& c);
@@ -53,7 +53,8 @@ void write_json_atomic(const std::string& path, const nlohmann::json& report);
 class Progress {
  public:
   explicit Progress(bool enabled);
-  void update(const Scheduler& s, const RunMetrics& m, std::int32_t pages_in_use, std::int32_t num_pages, bool force = false);
+  void update(const Scheduler& s, const RunMetrics& m, std::int32_t pages_in_use, std::int32_t num_pages,
+              bool force = false);
   void finish();
 
  private:

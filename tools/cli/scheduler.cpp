@@ -10,7 +10,9 @@
 namespace kvinfer::cli {
 namespace {
 
-std::int32_t ceil_div(std::int64_t a, std::int64_t b) { return std::int32_t((a + b - 1) / b); }
+std::int32_t ceil_div(std::int64_t a, std::int64_t b) {
+  return std::int32_t((a + b - 1) / b);
+}
 
 }  // namespace
 
@@ -31,10 +33,11 @@ Scheduler::Scheduler(const Trace& trace, const SchedulerOptions& options, PageAl
     const TraceRequest& r = trace_.requests[i];
     const std::int32_t need = pages_needed(i);
     if (need > pool_.num_pages()) {
-      throw InputError(fmt::format(
-          "out of pages: request {} ({} prompt + {} generated tokens) needs {} pages of {} tokens, the pool has {} "
-          "(raise --num-pages or --kv-memory, or shorten the trace)",
-          i, r.prompt_len, r.gen_len, need, opt_.page_size, pool_.num_pages()));
+      throw InputError(
+          fmt::format("out of pages: request {} ({} prompt + {} generated tokens) needs {} pages of {} "
+                      "tokens, the pool has {} "
+                      "(raise --num-pages or --kv-memory, or shorten the trace)",
+                      i, r.prompt_len, r.gen_len, need, opt_.page_size, pool_.num_pages()));
     }
   }
 }
@@ -45,7 +48,9 @@ std::int32_t shared_len(const TraceRequest& r, const SchedulerOptions& o) {
   return r.prefix_len / o.page_size * o.page_size;
 }
 
-std::int32_t Scheduler::shared_len_of(const TraceRequest& r) const { return shared_len(r, opt_); }
+std::int32_t Scheduler::shared_len_of(const TraceRequest& r) const {
+  return shared_len(r, opt_);
+}
 
 std::int32_t pages_needed(const TraceRequest& r, const SchedulerOptions& o) {
   const std::int32_t shared = shared_len(r, o);
@@ -86,7 +91,8 @@ StepBatch Scheduler::next_step(double now_s) {
   for (std::int32_t id : running_) {
     Sequence& s = *seqs_[std::size_t(id)];
     const std::int32_t own_tokens = s.kv_len - s.shared_len;
-    if (own_tokens == std::int32_t(s.own_pages.size()) * opt_.page_size) s.own_pages.push_back(pool_.allocate());
+    if (own_tokens == std::int32_t(s.own_pages.size()) * opt_.page_size)
+      s.own_pages.push_back(pool_.allocate());
     ++s.kv_len;
     DecodeWork w;
     w.sequence = id;
@@ -102,7 +108,8 @@ StepBatch Scheduler::next_step(double now_s) {
   // running requests never stall for pages.
   std::int64_t prefill_tokens = 0;
   std::int64_t free_after = std::int64_t(pool_.free_pages()) - outstanding_reservations();
-  while (!waiting_.empty() && std::int64_t(running_.size()) + std::int64_t(batch.prefill.size()) < opt_.max_batch) {
+  while (!waiting_.empty() &&
+         std::int64_t(running_.size()) + std::int64_t(batch.prefill.size()) < opt_.max_batch) {
     const std::int32_t id = waiting_.front();
     const TraceRequest& r = trace_.requests[std::size_t(id)];
     const std::int32_t shared = shared_len_of(r);

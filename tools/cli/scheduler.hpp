@@ -18,7 +18,7 @@ namespace kvinfer::cli {
 
 struct SchedulerOptions {
   std::int32_t page_size = 16;
-  std::int32_t max_batch = 32;            // requests running at once
+  std::int32_t max_batch = 32;             // requests running at once
   std::int32_t max_prefill_tokens = 2048;  // query rows of prefill per step (one request may exceed it alone)
   bool share_prefixes = true;              // false: every request stores its own copy of its prefix
 };
@@ -35,9 +35,9 @@ struct PrefillWork {
 // One request's decode row.
 struct DecodeWork {
   std::int32_t sequence = -1;
-  std::int32_t group = -1;         // the shared prefix group, or -1
-  std::int32_t shared_pages = 0;   // leading entries of `pages` that belong to the group's prefix
-  std::int32_t kv_len = 0;         // keys including the token appended this step
+  std::int32_t group = -1;        // the shared prefix group, or -1
+  std::int32_t shared_pages = 0;  // leading entries of `pages` that belong to the group's prefix
+  std::int32_t kv_len = 0;        // keys including the token appended this step
   std::vector<std::int32_t> pages;
 };
 
@@ -80,8 +80,8 @@ class Scheduler {
 
  private:
   struct Sequence {
-    std::int32_t group = -1;       // shared prefix group, -1: none
-    std::int32_t shared_len = 0;   // tokens in the group's pages (whole pages)
+    std::int32_t group = -1;      // shared prefix group, -1: none
+    std::int32_t shared_len = 0;  // tokens in the group's pages (whole pages)
     std::vector<std::int32_t> own_pages;
     std::int32_t max_own_pages = 0;
     std::int32_t kv_len = 0;
@@ -94,7 +94,9 @@ class Scheduler {
   };
 
   std::int32_t shared_len_of(const TraceRequest& r) const;
-  std::int32_t pages_needed(std::size_t request) const { return cli::pages_needed(trace_.requests[request], opt_); }
+  std::int32_t pages_needed(std::size_t request) const {
+    return cli::pages_needed(trace_.requests[request], opt_);
+  }
   std::vector<std::int32_t> pages_of(const Sequence& s) const;
   std::int64_t outstanding_reservations() const;
   void finish(std::int32_t request, double now_s);

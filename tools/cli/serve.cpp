@@ -100,11 +100,14 @@ std::string trace_line(const Trace& t) {
   }
   std::string groups;
   for (const PrefixGroup& g : t.prefix_groups) {
-    if (g.members > 0) groups += fmt::format("{}{} ({} tokens, {} requests)", groups.empty() ? "" : ", ", g.name, g.prefix_len, g.members);
+    if (g.members > 0)
+      groups += fmt::format("{}{} ({} tokens, {} requests)", groups.empty() ? "" : ", ", g.name, g.prefix_len,
+                            g.members);
   }
-  return fmt::format("{}: {} requests, {} prompt tokens (longest {}), {} to generate, arrivals over {} steps{}",
-                     t.source, t.requests.size(), prompt, max_prompt, gen, t.requests.back().arrival + 1,
-                     groups.empty() ? "" : "; shared prefixes: " + groups);
+  return fmt::format(
+      "{}: {} requests, {} prompt tokens (longest {}), {} to generate, arrivals over {} steps{}", t.source,
+      t.requests.size(), prompt, max_prompt, gen, t.requests.back().arrival + 1,
+      groups.empty() ? "" : "; shared prefixes: " + groups);
 }
 
 int run_serve(const ServeArgs& a) {
@@ -119,13 +122,16 @@ int run_serve(const ServeArgs& a) {
   const ModelShape model = make_model(a.preset, a.model);
   const bool mla = model.kind == AttentionKind::kMla;
   const std::int32_t page_size = a.page_size.value_or(mla ? 64 : 16);
-  if (page_size < 1 || page_size > 1024) throw InputError(fmt::format("--page-size = {}: must be in [1, 1024]", page_size));
+  if (page_size < 1 || page_size > 1024)
+    throw InputError(fmt::format("--page-size = {}: must be in [1, 1024]", page_size));
   if (a.max_batch < 1) throw InputError(fmt::format("--max-batch = {}: must be at least 1", a.max_batch));
   if (a.max_prefill_tokens < 1) {
     throw InputError(fmt::format("--max-prefill-tokens = {}: must be at least 1", a.max_prefill_tokens));
   }
-  if (a.check_every < 1) throw InputError(fmt::format("--check-every = {}: must be at least 1", a.check_every));
-  if (!(a.kv_memory_mib > 0)) throw InputError(fmt::format("--kv-memory = {}: must be positive (MiB)", a.kv_memory_mib));
+  if (a.check_every < 1)
+    throw InputError(fmt::format("--check-every = {}: must be at least 1", a.check_every));
+  if (!(a.kv_memory_mib > 0))
+    throw InputError(fmt::format("--kv-memory = {}: must be positive (MiB)", a.kv_memory_mib));
   if (!a.json_path.empty()) check_writable(a.json_path);
 
   Trace trace;
@@ -141,23 +147,27 @@ int run_serve(const ServeArgs& a) {
   }
 
   // ---- page pool: as given, or enough to hold the whole trace at once within --kv-memory
-  const std::int64_t page_bytes = std::int64_t(page_size) * model.kv_bytes_per_token_layer() * model.num_layers;
+  const std::int64_t page_bytes =
+      std::int64_t(page_size) * model.kv_bytes_per_token_layer() * model.num_layers;
   const auto budget_pages = std::int64_t(a.kv_memory_mib * double(1 << 20) / double(page_bytes));
   SchedulerOptions so{.page_size = page_size,
                       .max_batch = a.max_batch,
                       .max_prefill_tokens = a.max_prefill_tokens,
                       .share_prefixes = !a.no_prefix_sharing};
   std::int64_t num_pages = a.num_pages;
-  if (num_pages < 0) throw InputError(fmt::format("--num-pages = {}: must be positive (0: automatic)", num_pages));
+  if (num_pages < 0)
+    throw InputError(fmt::format("--num-pages = {}: must be positive (0: automatic)", num_pages));
   if (num_pages == 0) {
     std::int64_t all = 0;
     for (const TraceRequest& r : trace.requests) all += pages_needed(r, so);
     num_pages = std::max<std::int64_t>(1, std::min(all, budget_pages));
   } else if (num_pages > budget_pages) {
-    throw InputError(fmt::format("--num-pages = {}: {:.1f} MiB of KV cache, more than --kv-memory ({} MiB)", num_pages,
-                                 double(num_pages * page_bytes) / double(1 << 20), a.kv_memory_mib));
+    throw InputError(fmt::format("--num-pages = {}: {:.1f} MiB of KV cache, more than --kv-memory ({} MiB)",
+                                 num_pages, double(num_pages * page_bytes) / double(1 << 20),
+                                 a.kv_memory_mib));
   }
-  if (num_pages > std::int64_t(1) << 30) throw InputError(fmt::format("--num-pages = {}: at most 2^30", num_pages));
+  if (num_pages > std::int64_t(1) << 30)
+    throw InputError(fmt::format("--num-pages = {}: at most 2^30", num_pages));
 
   PageAllocator pool(std::int32_t(num_pages), a.seed);
   Scheduler scheduler(trace, so, pool);  // throws when a request can never fit
@@ -173,17 +183,19 @@ int run_serve(const ServeArgs& a) {
   try {
     engine.emplace(model, eo);
   } catch (const std::bad_alloc&) {
-    throw InputError(fmt::format("cannot allocate the KV cache: {} pages of {} tokens x {} layers = {:.1f} MiB "
-                                 "(lower --num-pages or --kv-memory)",
-                                 num_pages, page_size, model.num_layers, double(num_pages * page_bytes) / double(1 << 20)));
+    throw InputError(fmt::format(
+        "cannot allocate the KV cache: {} pages of {} tokens x {} layers = {:.1f} MiB "
+        "(lower --num-pages or --kv-memory)",
+        num_pages, page_size, model.num_layers, double(num_pages * page_bytes) / double(1 << 20)));
   }
   std::optional<OracleCheck> check;
   if (a.check) check.emplace(model, page_size, a.check_every);
   if (check && a.check_inject_fault) check->inject_fault();
 
   const char* env_threads = std::getenv("KVINFER_NUM_THREADS");
-  const int threads = env_threads && std::atoi(env_threads) > 0 ? std::atoi(env_threads)
-                                                                 : int(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = env_threads && std::atoi(env_threads) > 0
+                          ? std::atoi(env_threads)
+                          : int(std::max(1u, std::thread::hardware_concurrency()));
   ReportContext ctx;
   ctx.headline = fmt::format("{} on {}{}", model.describe(), to_string(device),
                              device.is_cpu() ? fmt::format(" ({} threads)", threads) : "");
@@ -191,26 +203,29 @@ int run_serve(const ServeArgs& a) {
   ctx.num_pages = std::int32_t(num_pages);
   ctx.page_size = page_size;
   ctx.kv_cache_bytes = engine->kv_cache_bytes();
-  ctx.config = {{"kvinfer", version()},
-                {"model", {{"preset", a.preset},
-                           {"name", model.name},
-                           {"attention", mla ? "mla" : "gqa"},
-                           {"num_layers", model.num_layers},
-                           {"num_qo_heads", model.num_qo_heads},
-                           {"num_kv_heads", mla ? 1 : model.num_kv_heads},
-                           {"head_dim", mla ? model.head_dim_ckv + model.head_dim_kpe : model.head_dim},
-                           {"q_dtype", std::string(dtype_name(model.q_dtype))},
-                           {"kv_dtype", std::string(dtype_name(model.kv_dtype))}}},
-                {"device", to_string(device)},
-                {"threads", device.is_cpu() ? threads : 0},
-                {"trace", {{"source", trace.source}, {"requests", trace.requests.size()}, {"summary", ctx.trace_line}}},
-                {"scheduler", {{"page_size", page_size},
-                               {"num_pages", num_pages},
-                               {"max_batch", a.max_batch},
-                               {"max_prefill_tokens", a.max_prefill_tokens},
-                               {"cascade", !a.no_cascade},
-                               {"prefix_sharing", !a.no_prefix_sharing}}},
-                {"seed", a.seed}};
+  ctx.config = {
+      {"kvinfer", version()},
+      {"model",
+       {{"preset", a.preset},
+        {"name", model.name},
+        {"attention", mla ? "mla" : "gqa"},
+        {"num_layers", model.num_layers},
+        {"num_qo_heads", model.num_qo_heads},
+        {"num_kv_heads", mla ? 1 : model.num_kv_heads},
+        {"head_dim", mla ? model.head_dim_ckv + model.head_dim_kpe : model.head_dim},
+        {"q_dtype", std::string(dtype_name(model.q_dtype))},
+        {"kv_dtype", std::string(dtype_name(model.kv_dtype))}}},
+      {"device", to_string(device)},
+      {"threads", device.is_cpu() ? threads : 0},
+      {"trace", {{"source", trace.source}, {"requests", trace.requests.size()}, {"summary", ctx.trace_line}}},
+      {"scheduler",
+       {{"page_size", page_size},
+        {"num_pages", num_pages},
+        {"max_batch", a.max_batch},
+        {"max_prefill_tokens", a.max_prefill_tokens},
+        {"cascade", !a.no_cascade},
+        {"prefix_sharing", !a.no_prefix_sharing}}},
+      {"seed", a.seed}};
 
   // ---- the run
   using Clock = std::chrono::steady_clock;
@@ -237,10 +252,11 @@ int run_serve(const ServeArgs& a) {
   ctx.times = scheduler.times();
   if (check) {
     const CheckSummary& s = check->summary();
-    ctx.check = {{"enabled", true},     {"passed", true},          {"every", a.check_every},
-                 {"layer_steps", s.layer_steps}, {"segments", s.segments}, {"rows", s.rows},
-                 {"max_err_o", s.max_err_o},     {"max_err_lse", s.max_err_lse},
-                 {"atol", s.atol},               {"rtol", s.rtol}};
+    ctx.check = {{"enabled", true},          {"passed", true},
+                 {"every", a.check_every},   {"layer_steps", s.layer_steps},
+                 {"segments", s.segments},   {"rows", s.rows},
+                 {"max_err_o", s.max_err_o}, {"max_err_lse", s.max_err_lse},
+                 {"atol", s.atol},           {"rtol", s.rtol}};
   } else {
     ctx.check = {{"enabled", false}};
   }
@@ -258,8 +274,9 @@ int run_serve(const ServeArgs& a) {
 void add_serve_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<ServeArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "serve", "Simulate serving: continuous batching of a request trace over a paged KV cache, every layer's "
-               "attention run for real on random keys and values");
+      "serve",
+      "Simulate serving: continuous batching of a request trace over a paged KV cache, every layer's "
+      "attention run for real on random keys and values");
   ServeArgs& a = *args;
   cmd->add_option("--preset", a.preset, "Model shape (--list shows them)")->capture_default_str();
   cmd->add_option("--layers", a.model.num_layers, "Override the preset's layer count");
@@ -268,26 +285,39 @@ void add_serve_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--head-dim", a.model.head_dim, "Override the preset's head dim");
   cmd->add_option("--dtype", a.model.q_dtype, "Query/output dtype: f16 or bf16 (default bf16)");
   cmd->add_option("--kv-dtype", a.model.kv_dtype, "KV cache dtype: f16, bf16, e4m3 or e5m2 (default bf16)");
-  cmd->add_option("--device", a.device, "cpu, cuda or auto (CUDA when built and a GPU is found)")->capture_default_str();
+  cmd->add_option("--device", a.device, "cpu, cuda or auto (CUDA when built and a GPU is found)")
+      ->capture_default_str();
   cmd->add_option("--threads", a.threads, "CPU threads (default: all cores)");
   cmd->add_option("--page-size", a.page_size, "Tokens per page (default 16; MLA 64)");
-  cmd->add_option("--num-pages", a.num_pages, "Pages in the pool (default: enough for the trace within --kv-memory)");
-  cmd->add_option("--kv-memory", a.kv_memory_mib, "KV cache budget in MiB, all layers")->capture_default_str();
+  cmd->add_option("--num-pages", a.num_pages,
+                  "Pages in the pool (default: enough for the trace within --kv-memory)");
+  cmd->add_option("--kv-memory", a.kv_memory_mib, "KV cache budget in MiB, all layers")
+      ->capture_default_str();
   cmd->add_option("--trace", a.trace, "Synthetic trace: mixed, chat or shared-prefix")->capture_default_str();
-  cmd->add_option("--trace-file", a.trace_file, "A JSON or CSV trace (see README) instead of a synthetic one");
-  cmd->add_option("--requests", a.synthetic.num_requests, "Requests of the synthetic trace")->capture_default_str();
+  cmd->add_option("--trace-file", a.trace_file,
+                  "A JSON or CSV trace (see README) instead of a synthetic one");
+  cmd->add_option("--requests", a.synthetic.num_requests, "Requests of the synthetic trace")
+      ->capture_default_str();
   cmd->add_option("--prompt-len", a.prompt_len, "Prompt tokens MIN:MAX (log-uniform)")->capture_default_str();
   cmd->add_option("--gen-len", a.gen_len, "Generated tokens MIN:MAX (uniform)")->capture_default_str();
-  cmd->add_option("--prefix-len", a.synthetic.prefix_len, "Tokens of each shared prefix")->capture_default_str();
-  cmd->add_option("--prefix-groups", a.synthetic.prefix_groups, "Shared-prefix groups")->capture_default_str();
-  cmd->add_option("--arrival-rate", a.synthetic.arrival_rate, "Requests arriving per step (Poisson; 0: all at once)")
+  cmd->add_option("--prefix-len", a.synthetic.prefix_len, "Tokens of each shared prefix")
       ->capture_default_str();
-  cmd->add_option("--seed", a.seed, "Seed of the trace, the page order and the random K/V")->capture_default_str();
+  cmd->add_option("--prefix-groups", a.synthetic.prefix_groups, "Shared-prefix groups")
+      ->capture_default_str();
+  cmd->add_option("--arrival-rate", a.synthetic.arrival_rate,
+                  "Requests arriving per step (Poisson; 0: all at once)")
+      ->capture_default_str();
+  cmd->add_option("--seed", a.seed, "Seed of the trace, the page order and the random K/V")
+      ->capture_default_str();
   cmd->add_option("--max-batch", a.max_batch, "Requests running at once")->capture_default_str();
-  cmd->add_option("--max-prefill-tokens", a.max_prefill_tokens, "Prefill query rows per step")->capture_default_str();
-  cmd->add_flag("--no-cascade", a.no_cascade, "Decode shared-prefix groups with plain decode instead of cascade attention");
-  cmd->add_flag("--no-prefix-sharing", a.no_prefix_sharing, "Every request stores and prefills its own prefix");
-  cmd->add_flag("--check", a.check, "Compare sampled steps and layers with the float64 oracle; exit 1 on a mismatch");
+  cmd->add_option("--max-prefill-tokens", a.max_prefill_tokens, "Prefill query rows per step")
+      ->capture_default_str();
+  cmd->add_flag("--no-cascade", a.no_cascade,
+                "Decode shared-prefix groups with plain decode instead of cascade attention");
+  cmd->add_flag("--no-prefix-sharing", a.no_prefix_sharing,
+                "Every request stores and prefills its own prefix");
+  cmd->add_flag("--check", a.check,
+                "Compare sampled steps and layers with the float64 oracle; exit 1 on a mismatch");
   cmd->add_option("--check-every", a.check_every, "With --check: every N-th step (one layer, rotating)")
       ->capture_default_str();
   // Hidden: the CLI tests' proof that a mismatch fails the run.
@@ -309,7 +339,9 @@ void add_serve_command(CLI::App& app, int& exit_code) {
       fmt::print(stderr, "kvinfer serve: error: {}\n", e.what());
       exit_code = kExitBadInput;
     } catch (const std::bad_alloc&) {
-      fmt::print(stderr, "kvinfer serve: error: out of memory (lower --kv-memory, --max-prefill-tokens or --max-batch)\n");
+      fmt::print(
+          stderr,
+          "kvinfer serve: error: out of memory (lower --kv-memory, --max-prefill-tokens or --max-batch)\n");
       exit_code = kExitBadInput;
     } catch (const std::exception& e) {
       fmt::print(stderr, "kvinfer serve: failed: {}\n", e.what());

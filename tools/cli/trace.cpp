@@ -38,9 +38,10 @@ std::int32_t group_of(Trace& t, std::map<std::string, std::int32_t>& by_name, co
   if (added) {
     t.prefix_groups.push_back({name, prefix_len, 0});
   } else if (t.prefix_groups[std::size_t(it->second)].prefix_len != prefix_len) {
-    throw InputError(fmt::format("{}: prefix_len = {}: prefix group \"{}\" was given prefix_len {} before; a group "
-                                 "shares one prefix",
-                                 where, prefix_len, name, t.prefix_groups[std::size_t(it->second)].prefix_len));
+    throw InputError(
+        fmt::format("{}: prefix_len = {}: prefix group \"{}\" was given prefix_len {} before; a group "
+                    "shares one prefix",
+                    where, prefix_len, name, t.prefix_groups[std::size_t(it->second)].prefix_len));
   }
   ++t.prefix_groups[std::size_t(it->second)].members;
   return it->second;
@@ -74,7 +75,8 @@ Trace parse_json(const std::string& path, const std::string& text) {
   }
   const nlohmann::json* list = &doc;
   if (doc.is_object()) {
-    if (!doc.contains("requests")) throw InputError(fmt::format("{}: missing field \"requests\" (an array)", path));
+    if (!doc.contains("requests"))
+      throw InputError(fmt::format("{}: missing field \"requests\" (an array)", path));
     list = &doc["requests"];
   }
   if (!list->is_array()) throw InputError(fmt::format("{}: \"requests\" must be an array of objects", path));
@@ -88,9 +90,10 @@ Trace parse_json(const std::string& path, const std::string& text) {
     if (!r.is_object()) throw InputError(fmt::format("{}: must be an object, got {}", where, r.dump()));
     for (const auto& [key, _] : r.items()) {
       if (std::find(std::begin(kKnown), std::end(kKnown), key) == std::end(kKnown)) {
-        throw InputError(fmt::format("{}: unknown field \"{}\" (known: arrival, prompt_len, gen_len, prefix_group, "
-                                     "prefix_len, id)",
-                                     where, key));
+        throw InputError(
+            fmt::format("{}: unknown field \"{}\" (known: arrival, prompt_len, gen_len, prefix_group, "
+                        "prefix_len, id)",
+                        where, key));
       }
     }
     TraceRequest q;
@@ -98,7 +101,8 @@ Trace parse_json(const std::string& path, const std::string& text) {
     const std::int64_t prompt = json_int(r, "prompt_len", where, true, 0);
     const std::int64_t gen = json_int(r, "gen_len", where, true, 0);
     if (arrival < 0 || arrival > kMaxArrival) {
-      throw InputError(fmt::format("{}: arrival = {}: must be a step in [0, {}]", where, arrival, kMaxArrival));
+      throw InputError(
+          fmt::format("{}: arrival = {}: must be a step in [0, {}]", where, arrival, kMaxArrival));
     }
     if (prompt < 1 || prompt > kMaxTokens) {
       throw InputError(fmt::format("{}: prompt_len = {}: must be in [1, {}]", where, prompt, kMaxTokens));
@@ -112,17 +116,20 @@ Trace parse_json(const std::string& path, const std::string& text) {
     if (r.contains("prefix_group") && !r["prefix_group"].is_null()) {
       const nlohmann::json& g = r["prefix_group"];
       if (!g.is_string() && !g.is_number_integer()) {
-        throw InputError(fmt::format("{}: prefix_group = {}: must be a string or an integer", where, g.dump()));
+        throw InputError(
+            fmt::format("{}: prefix_group = {}: must be a string or an integer", where, g.dump()));
       }
       const std::string name = g.is_string() ? g.get<std::string>() : std::to_string(g.get<std::int64_t>());
       const std::int64_t plen = json_int(r, "prefix_len", where, true, 0);
       if (plen < 1 || plen >= prompt) {
-        throw InputError(fmt::format("{}: prefix_len = {}: must be in [1, prompt_len) = [1, {})", where, plen, prompt));
+        throw InputError(
+            fmt::format("{}: prefix_len = {}: must be in [1, prompt_len) = [1, {})", where, plen, prompt));
       }
       q.prefix_len = std::int32_t(plen);
       q.prefix_group = group_of(t, groups, name, q.prefix_len, where);
     } else if (r.contains("prefix_len") && json_int(r, "prefix_len", where, false, 0) != 0) {
-      throw InputError(fmt::format("{}: prefix_len without prefix_group: a prefix is shared within a group", where));
+      throw InputError(
+          fmt::format("{}: prefix_len without prefix_group: a prefix is shared within a group", where));
     }
     t.requests.push_back(q);
   }
@@ -142,7 +149,8 @@ std::vector<std::string> split_csv(const std::string& line) {
   std::size_t start = 0;
   for (;;) {
     const std::size_t comma = line.find(',', start);
-    out.push_back(trim(std::string_view(line).substr(start, comma == std::string::npos ? std::string::npos : comma - start)));
+    out.push_back(trim(std::string_view(line).substr(
+        start, comma == std::string::npos ? std::string::npos : comma - start)));
     if (comma == std::string::npos) return out;
     start = comma + 1;
   }
@@ -174,13 +182,15 @@ Trace parse_csv(const std::string& path, const std::string& text) {
       header = cells;
       for (std::size_t i = 0; i < header.size(); ++i) {
         const std::string& h = header[i];
-        if (h != "arrival" && h != "prompt_len" && h != "gen_len" && h != "prefix_group" && h != "prefix_len" &&
-            h != "id") {
-          throw InputError(fmt::format("{}: unknown column \"{}\" in the header (known: arrival, prompt_len, gen_len, "
-                                       "prefix_group, prefix_len, id)",
-                                       where, h));
+        if (h != "arrival" && h != "prompt_len" && h != "gen_len" && h != "prefix_group" &&
+            h != "prefix_len" && h != "id") {
+          throw InputError(
+              fmt::format("{}: unknown column \"{}\" in the header (known: arrival, prompt_len, gen_len, "
+                          "prefix_group, prefix_len, id)",
+                          where, h));
         }
-        if (!col.emplace(h, i).second) throw InputError(fmt::format("{}: column \"{}\" appears twice", where, h));
+        if (!col.emplace(h, i).second)
+          throw InputError(fmt::format("{}: column \"{}\" appears twice", where, h));
       }
       for (const char* req : {"prompt_len", "gen_len"}) {
         if (!col.count(req)) throw InputError(fmt::format("{}: the header has no \"{}\" column", where, req));
@@ -195,11 +205,13 @@ Trace parse_csv(const std::string& path, const std::string& text) {
       return it == col.end() ? nullptr : &cells[it->second];
     };
     TraceRequest q;
-    const std::int64_t arrival = cell("arrival") && !cell("arrival")->empty() ? csv_int(*cell("arrival"), where, "arrival") : 0;
+    const std::int64_t arrival =
+        cell("arrival") && !cell("arrival")->empty() ? csv_int(*cell("arrival"), where, "arrival") : 0;
     const std::int64_t prompt = csv_int(*cell("prompt_len"), where, "prompt_len");
     const std::int64_t gen = csv_int(*cell("gen_len"), where, "gen_len");
     if (arrival < 0 || arrival > kMaxArrival) {
-      throw InputError(fmt::format("{}: arrival = {}: must be a step in [0, {}]", where, arrival, kMaxArrival));
+      throw InputError(
+          fmt::format("{}: arrival = {}: must be a step in [0, {}]", where, arrival, kMaxArrival));
     }
     if (prompt < 1 || prompt > kMaxTokens) {
       throw InputError(fmt::format("{}: prompt_len = {}: must be in [1, {}]", where, prompt, kMaxTokens));
@@ -218,12 +230,14 @@ Trace parse_csv(const std::string& path, const std::string& text) {
       }
       const std::int64_t plen = csv_int(*plen_cell, where, "prefix_len");
       if (plen < 1 || plen >= prompt) {
-        throw InputError(fmt::format("{}: prefix_len = {}: must be in [1, prompt_len) = [1, {})", where, plen, prompt));
+        throw InputError(
+            fmt::format("{}: prefix_len = {}: must be in [1, prompt_len) = [1, {})", where, plen, prompt));
       }
       q.prefix_len = std::int32_t(plen);
       q.prefix_group = group_of(t, groups, *group, q.prefix_len, where);
     } else if (plen_cell && !plen_cell->empty() && csv_int(*plen_cell, where, "prefix_len") != 0) {
-      throw InputError(fmt::format("{}: prefix_len without prefix_group: a prefix is shared within a group", where));
+      throw InputError(
+          fmt::format("{}: prefix_len without prefix_group: a prefix is shared within a group", where));
     }
     t.requests.push_back(q);
   }
@@ -238,44 +252,50 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }  // namespace
 
 std::vector<TraceInfo> synthetic_traces() {
-  return {{"mixed", "prompts log-uniform in the prompt range; half the requests open with one of the shared "
-                    "prefixes (a system prompt) followed by a short question"},
+  return {{"mixed",
+           "prompts log-uniform in the prompt range; half the requests open with one of the shared "
+           "prefixes (a system prompt) followed by a short question"},
           {"chat", "independent requests, prompts log-uniform in the prompt range"},
-          {"shared-prefix", "every request opens with one of the shared prefixes, then a short question "
-                            "(cascade attention's case)"}};
+          {"shared-prefix",
+           "every request opens with one of the shared prefixes, then a short question "
+           "(cascade attention's case)"}};
 }
 
 Trace make_synthetic_trace(const SyntheticTraceOptions& o) {
   if (o.name != "mixed" && o.name != "chat" && o.name != "shared-prefix") {
-    throw InputError(fmt::format("--trace = {}: unknown synthetic trace (known: mixed, chat, shared-prefix; or give "
-                                 "--trace-file PATH)",
-                                 o.name));
+    throw InputError(
+        fmt::format("--trace = {}: unknown synthetic trace (known: mixed, chat, shared-prefix; or give "
+                    "--trace-file PATH)",
+                    o.name));
   }
   if (o.num_requests < 1 || o.num_requests > 1'000'000) {
     throw InputError(fmt::format("--requests = {}: must be in [1, 1000000]", o.num_requests));
   }
   if (o.prompt_min < 1 || o.prompt_max < o.prompt_min || o.prompt_max > kMaxTokens) {
-    throw InputError(fmt::format("--prompt-len = {}:{}: must be MIN:MAX with 1 <= MIN <= MAX <= {}", o.prompt_min,
-                                 o.prompt_max, kMaxTokens));
+    throw InputError(fmt::format("--prompt-len = {}:{}: must be MIN:MAX with 1 <= MIN <= MAX <= {}",
+                                 o.prompt_min, o.prompt_max, kMaxTokens));
   }
   if (o.gen_min < 1 || o.gen_max < o.gen_min || o.gen_max > kMaxTokens) {
-    throw InputError(fmt::format("--gen-len = {}:{}: must be MIN:MAX with 1 <= MIN <= MAX <= {}", o.gen_min, o.gen_max,
-                                 kMaxTokens));
+    throw InputError(fmt::format("--gen-len = {}:{}: must be MIN:MAX with 1 <= MIN <= MAX <= {}", o.gen_min,
+                                 o.gen_max, kMaxTokens));
   }
   const bool grouped = o.name != "chat";
   if (grouped && (o.prefix_groups < 1 || o.prefix_len < 1 || o.prefix_len > kMaxTokens)) {
-    throw InputError(fmt::format("--prefix-groups = {}, --prefix-len = {}: trace {} needs at least one group and a "
-                                 "prefix of at least one token",
-                                 o.prefix_groups, o.prefix_len, o.name));
+    throw InputError(
+        fmt::format("--prefix-groups = {}, --prefix-len = {}: trace {} needs at least one group and a "
+                    "prefix of at least one token",
+                    o.prefix_groups, o.prefix_len, o.name));
   }
   if (!(o.arrival_rate >= 0.0) || !std::isfinite(o.arrival_rate)) {
-    throw InputError(fmt::format("--arrival-rate = {}: must be >= 0 requests per step (0: all at once)", o.arrival_rate));
+    throw InputError(
+        fmt::format("--arrival-rate = {}: must be >= 0 requests per step (0: all at once)", o.arrival_rate));
   }
   std::mt19937_64 rng(o.seed);
   Trace t;
   t.source = "synthetic:" + o.name;
   if (grouped) {
-    for (int g = 0; g < o.prefix_groups; ++g) t.prefix_groups.push_back({fmt::format("system{}", g), o.prefix_len, 0});
+    for (int g = 0; g < o.prefix_groups; ++g)
+      t.prefix_groups.push_back({fmt::format("system{}", g), o.prefix_len, 0});
   }
   std::exponential_distribution<double> gap(o.arrival_rate > 0 ? o.arrival_rate : 1.0);
   double clock = 0.0;
@@ -289,7 +309,8 @@ Trace make_synthetic_trace(const SyntheticTraceOptions& o) {
       // A question after the shared prefix: an eighth of the prompt range.
       q.prefix_group = std::int32_t(rng() % std::uint64_t(o.prefix_groups));
       q.prefix_len = o.prefix_len;
-      q.prompt_len = o.prefix_len + log_uniform(rng, std::max(1, o.prompt_min / 8), std::max(1, o.prompt_max / 8));
+      q.prompt_len =
+          o.prefix_len + log_uniform(rng, std::max(1, o.prompt_min / 8), std::max(1, o.prompt_max / 8));
       ++t.prefix_groups[std::size_t(q.prefix_group)].members;
     } else {
       q.prompt_len = log_uniform(rng, o.prompt_min, o.prompt_max);
@@ -330,8 +351,8 @@ void validate_trace(const Trace& t) {
                                    std::int64_t(r.prompt_len) + r.gen_len, kMaxTokens));
     }
     if (r.prefix_group >= 0 && (r.prefix_len < 1 || r.prefix_len >= r.prompt_len)) {
-      throw InputError(fmt::format("{}: prefix_len = {}: must be in [1, prompt_len) = [1, {})", where, r.prefix_len,
-                                   r.prompt_len));
+      throw InputError(fmt::format("{}: prefix_len = {}: must be in [1, prompt_len) = [1, {})", where,
+                                   r.prefix_len, r.prompt_len));
     }
   }
 }

@@ -11,11 +11,11 @@
 namespace kvinfer::cli {
 
 struct TraceRequest {
-  std::int64_t arrival = 0;      // engine step at which the request arrives
-  std::int32_t prompt_len = 0;   // tokens, >= 1
-  std::int32_t gen_len = 0;      // tokens to generate, >= 1 (the first comes from prefill)
+  std::int64_t arrival = 0;        // engine step at which the request arrives
+  std::int32_t prompt_len = 0;     // tokens, >= 1
+  std::int32_t gen_len = 0;        // tokens to generate, >= 1 (the first comes from prefill)
   std::int32_t prefix_group = -1;  // index into Trace::prefix_groups, -1: none
-  std::int32_t prefix_len = 0;   // leading prompt tokens shared with the group, < prompt_len
+  std::int32_t prefix_len = 0;     // leading prompt tokens shared with the group, < prompt_len
 };
 
 struct PrefixGroup {
@@ -25,7 +25,7 @@ struct PrefixGroup {
 };
 
 struct Trace {
-  std::string source;  // "synthetic:mixed" or the file name
+  std::string source;                  // "synthetic:mixed" or the file name
   std::vector<TraceRequest> requests;  // ordered by arrival
   std::vector<PrefixGroup> prefix_groups;
 };
@@ -36,9 +36,9 @@ struct SyntheticTraceOptions {
   int num_requests = 64;
   std::int32_t prompt_min = 64, prompt_max = 1024;
   std::int32_t gen_min = 16, gen_max = 128;
-  int prefix_groups = 2;           // shared-prefix groups (mixed, shared-prefix)
-  std::int32_t prefix_len = 512;   // tokens of each group's shared prefix
-  double arrival_rate = 4.0;       // requests per step (Poisson); 0: all at step 0
+  int prefix_groups = 2;          // shared-prefix groups (mixed, shared-prefix)
+  std::int32_t prefix_len = 512;  // tokens of each group's shared prefix
+  double arrival_rate = 4.0;      // requests per step (Poisson); 0: all at step 0
   std::uint64_t seed = 1;
 };
 

@@ -5,10 +5,10 @@
 // rows); the weighted sum of values as 4 rows x 16 dims (8 accumulators, each value
 // vector widened once for 4 rows). Both keep 11 of the 16 ymm registers busy, so
 // nothing spills. Templates on the storage dtype keep the widening inline.
+#include <cmath>
+
 #include "cpu/avx2/simd.hpp"
 #include "cpu/kernels.hpp"
-
-#include <cmath>
 
 namespace kvinfer::cpu::avx2 {
 namespace {
@@ -21,8 +21,10 @@ inline void store_sums(__m256 (&acc)[R][C], float* s, std::int64_t lds) {
   if constexpr (R == 4 && C == 2) {
     // The eight horizontal sums at once: two rounds of pairwise adds leave
     // (r0c0, r0c1, r1c0, r1c1) and (r2c0, ..., r3c1) in the halves of two vectors.
-    const __m256 u0 = _mm256_hadd_ps(_mm256_hadd_ps(acc[0][0], acc[0][1]), _mm256_hadd_ps(acc[1][0], acc[1][1]));
-    const __m256 u1 = _mm256_hadd_ps(_mm256_hadd_ps(acc[2][0], acc[2][1]), _mm256_hadd_ps(acc[3][0], acc[3][1]));
+    const __m256 u0 =
+        _mm256_hadd_ps(_mm256_hadd_ps(acc[0][0], acc[0][1]), _mm256_hadd_ps(acc[1][0], acc[1][1]));
+    const __m256 u1 =
+        _mm256_hadd_ps(_mm256_hadd_ps(acc[2][0], acc[2][1]), _mm256_hadd_ps(acc[3][0], acc[3][1]));
     const __m128 v0 = _mm_add_ps(_mm256_castps256_ps128(u0), _mm256_extractf128_ps(u0, 1));
     const __m128 v1 = _mm_add_ps(_mm256_castps256_ps128(u1), _mm256_extractf128_ps(u1, 1));
     _mm_storel_pi(reinterpret_cast<__m64*>(s), v0);
@@ -38,8 +40,8 @@ inline void store_sums(__m256 (&acc)[R][C], float* s, std::int64_t lds) {
 // s[r, c] = q[r] . k_rows[c] for R rows and C keys; each 8-element slice of a key row
 // is widened once for the R rows.
 template <DType T, int R, int C>
-inline void score_tile(const float* q, std::int64_t ldq, const void* const* k_rows, std::int64_t dim, float* s,
-                       std::int64_t lds) {
+inline void score_tile(const float* q, std::int64_t ldq, const void* const* k_rows, std::int64_t dim,
+                       float* s, std::int64_t lds) {
   constexpr std::int64_t kSize = T == DType::kF32 ? 4 : (T == DType::kF16 || T == DType::kBF16) ? 2 : 1;
   const char* k[C];
   for (int c = 0; c < C; ++c) k[c] = static_cast<const char*>(k_rows[c]);
@@ -76,15 +78,16 @@ inline void score_tile_bf16(const float* qs, std::int64_t ldq, const void* const
     for (int r = 0; r < R; ++r) {
       __m256 qe = _mm256_loadu_ps(qs + r * ldq + d), qo = _mm256_loadu_ps(qs + r * ldq + d + 8);
       if constexpr (C > 1) __asm__("" : "+x"(qe), "+x"(qo));
-      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(qo, ko[c], _mm256_fmadd_ps(qe, ke[c], acc[r][c]));
+      for (int c = 0; c < C; ++c)
+        acc[r][c] = _mm256_fmadd_ps(qo, ko[c], _mm256_fmadd_ps(qe, ke[c], acc[r][c]));
     }
   }
   store_sums<R, C>(acc, s, lds);
 }
 
 template <DType T, int R, int C, bool kSplit>
-inline void score_tile_any(const float* q, std::int64_t ldq, const void* const* k_rows, std::int64_t dim, float* s,
-                           std::int64_t lds) {
+inline void score_tile_any(const float* q, std::int64_t ldq, const void* const* k_rows, std::int64_t dim,
+                           float* s, std::int64_t lds) {
   if constexpr (T == DType::kBF16 && kSplit) {
     score_tile_bf16<R, C>(q, ldq, k_rows, dim, s, lds);
   } else {
@@ -108,8 +111,9 @@ inline void score_rows(const float* q, std::int64_t ldq, const void* const* k_ro
 }
 
 template <DType T>
-void scores_as(const float* q, std::int64_t ldq, std::int64_t rows, const void* const* k_rows, std::int64_t keys,
-               std::int64_t dim, float* s, std::int64_t lds, const PrefetchRows& prefetch) {
+void scores_as(const float* q, std::int64_t ldq, std::int64_t rows, const void* const* k_rows,
+               std::int64_t keys, std::int64_t dim, float* s, std::int64_t lds,
+               const PrefetchRows& prefetch) {
   const PrefetchRows* pf = prefetch.count > 0 ? &prefetch : nullptr;
   // bf16 keys: q split into even and odd elements per 16, as the keys will be (on the
   // stack: decode has at most a few rows; many rows take the generic path).
@@ -133,10 +137,17 @@ void scores_as(const float* q, std::int64_t ldq, std::int64_t rows, const void* 
       score_rows<T, 4, true>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf);
     }
     switch (rows - i) {
-      case 3: score_rows<T, 3, true>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf); break;
-      case 2: score_rows<T, 2, true>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf); break;
-      case 1: score_rows<T, 1, true>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf); break;
-      default: break;
+      case 3:
+        score_rows<T, 3, true>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf);
+        break;
+      case 2:
+        score_rows<T, 2, true>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf);
+        break;
+      case 1:
+        score_rows<T, 1, true>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf);
+        break;
+      default:
+        break;
     }
     return;
   }
@@ -145,10 +156,17 @@ void scores_as(const float* q, std::int64_t ldq, std::int64_t rows, const void* 
     score_rows<T, 4, false>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf);
   }
   switch (rows - i) {
-    case 3: score_rows<T, 3, false>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf); break;
-    case 2: score_rows<T, 2, false>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf); break;
-    case 1: score_rows<T, 1, false>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf); break;
-    default: break;
+    case 3:
+      score_rows<T, 3, false>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf);
+      break;
+    case 2:
+      score_rows<T, 2, false>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf);
+      break;
+    case 1:
+      score_rows<T, 1, false>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf);
+      break;
+    default:
+      break;
   }
 }
 
@@ -185,17 +203,17 @@ inline void accumulate_rows(const float* w, std::int64_t ldw, const void* const*
 }
 
 template <DType T, int R>
-inline void accumulate_rows_any(const float* w, std::int64_t ldw, const void* const* v_rows, std::int64_t keys,
-                                std::int64_t dim, float* acc, std::int64_t lda, const float* rescale,
-                                const PrefetchRows* prefetch);
+inline void accumulate_rows_any(const float* w, std::int64_t ldw, const void* const* v_rows,
+                                std::int64_t keys, std::int64_t dim, float* acc, std::int64_t lda,
+                                const float* rescale, const PrefetchRows* prefetch);
 
 // accumulate_rows for bf16 values: the accumulators are split into even and odd
 // elements on loading and merged back on storing, so that 16 value elements cost one
 // load, a shift and an AND.
 template <int R>
-inline void accumulate_rows_bf16(const float* w, std::int64_t ldw, const void* const* v_rows, std::int64_t keys,
-                                 std::int64_t dim, float* acc, std::int64_t lda, const float* rescale,
-                                 const PrefetchRows* prefetch) {
+inline void accumulate_rows_bf16(const float* w, std::int64_t ldw, const void* const* v_rows,
+                                 std::int64_t keys, std::int64_t dim, float* acc, std::int64_t lda,
+                                 const float* rescale, const PrefetchRows* prefetch) {
   for (std::int64_t d = 0; d < dim; d += 16) {
     if (prefetch) prefetch_rows(*prefetch, prefetch->count * d / dim, prefetch->count * (d + 16) / dim);
     __m256 a[R][2];
@@ -223,9 +241,9 @@ inline void accumulate_rows_bf16(const float* w, std::int64_t ldw, const void* c
 }
 
 template <DType T, int R>
-inline void accumulate_rows_any(const float* w, std::int64_t ldw, const void* const* v_rows, std::int64_t keys,
-                                std::int64_t dim, float* acc, std::int64_t lda, const float* rescale,
-                                const PrefetchRows* prefetch) {
+inline void accumulate_rows_any(const float* w, std::int64_t ldw, const void* const* v_rows,
+                                std::int64_t keys, std::int64_t dim, float* acc, std::int64_t lda,
+                                const float* rescale, const PrefetchRows* prefetch) {
   if constexpr (T == DType::kBF16) {
     accumulate_rows_bf16<R>(w, ldw, v_rows, keys, dim, acc, lda, rescale, prefetch);
   } else {
@@ -234,8 +252,8 @@ inline void accumulate_rows_any(const float* w, std::int64_t ldw, const void* co
 }
 
 template <DType T>
-void accumulate_as(const float* w, std::int64_t ldw, std::int64_t rows, const void* const* v_rows, std::int64_t keys,
-                   std::int64_t dim, float* acc, std::int64_t lda, const float* rescale,
+void accumulate_as(const float* w, std::int64_t ldw, std::int64_t rows, const void* const* v_rows,
+                   std::int64_t keys, std::int64_t dim, float* acc, std::int64_t lda, const float* rescale,
                    const PrefetchRows& prefetch) {
   const PrefetchRows* pf = prefetch.count > 0 ? &prefetch : nullptr;
   std::int64_t i = 0;
@@ -243,23 +261,36 @@ void accumulate_as(const float* w, std::int64_t ldw, std::int64_t rows, const vo
     accumulate_rows_any<T, 4>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, rescale + i, pf);
   }
   switch (rows - i) {
-    case 3: accumulate_rows_any<T, 3>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, rescale + i, pf); break;
-    case 2: accumulate_rows_any<T, 2>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, rescale + i, pf); break;
-    case 1: accumulate_rows_any<T, 1>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, rescale + i, pf); break;
-    default: break;
+    case 3:
+      accumulate_rows_any<T, 3>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, rescale + i, pf);
+      break;
+    case 2:
+      accumulate_rows_any<T, 2>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, rescale + i, pf);
+      break;
+    case 1:
+      accumulate_rows_any<T, 1>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, rescale + i, pf);
+      break;
+    default:
+      break;
   }
 }
 
 }  // namespace
 
-void block_scores(const float* q, std::int64_t ldq, std::int64_t rows, const void* const* k_rows, DType k_dtype,
-                  std::int64_t keys, std::int64_t dim, float* s, std::int64_t lds, const PrefetchRows& prefetch) {
+void block_scores(const float* q, std::int64_t ldq, std::int64_t rows, const void* const* k_rows,
+                  DType k_dtype, std::int64_t keys, std::int64_t dim, float* s, std::int64_t lds,
+                  const PrefetchRows& prefetch) {
   switch (k_dtype) {
-    case DType::kF16: return scores_as<DType::kF16>(q, ldq, rows, k_rows, keys, dim, s, lds, prefetch);
-    case DType::kBF16: return scores_as<DType::kBF16>(q, ldq, rows, k_rows, keys, dim, s, lds, prefetch);
-    case DType::kE4M3: return scores_as<DType::kE4M3>(q, ldq, rows, k_rows, keys, dim, s, lds, prefetch);
-    case DType::kE5M2: return scores_as<DType::kE5M2>(q, ldq, rows, k_rows, keys, dim, s, lds, prefetch);
-    default: return scores_as<DType::kF32>(q, ldq, rows, k_rows, keys, dim, s, lds, prefetch);
+    case DType::kF16:
+      return scores_as<DType::kF16>(q, ldq, rows, k_rows, keys, dim, s, lds, prefetch);
+    case DType::kBF16:
+      return scores_as<DType::kBF16>(q, ldq, rows, k_rows, keys, dim, s, lds, prefetch);
+    case DType::kE4M3:
+      return scores_as<DType::kE4M3>(q, ldq, rows, k_rows, keys, dim, s, lds, prefetch);
+    case DType::kE5M2:
+      return scores_as<DType::kE5M2>(q, ldq, rows, k_rows, keys, dim, s, lds, prefetch);
+    default:
+      return scores_as<DType::kF32>(q, ldq, rows, k_rows, keys, dim, s, lds, prefetch);
   }
 }
 
@@ -291,15 +322,20 @@ void block_softmax(float* s, std::int64_t lds, std::int64_t rows, std::int64_t k
   }
 }
 
-void block_accumulate(const float* w, std::int64_t ldw, std::int64_t rows, const void* const* v_rows, DType v_dtype,
-                      std::int64_t keys, std::int64_t dim, float* acc, std::int64_t lda, const float* rescale,
-                      const PrefetchRows& prefetch) {
+void block_accumulate(const float* w, std::int64_t ldw, std::int64_t rows, const void* const* v_rows,
+                      DType v_dtype, std::int64_t keys, std::int64_t dim, float* acc, std::int64_t lda,
+                      const float* rescale, const PrefetchRows& prefetch) {
   switch (v_dtype) {
-    case DType::kF16: return accumulate_as<DType::kF16>(w, ldw, rows, v_rows, keys, dim, acc, lda, rescale, prefetch);
-    case DType::kBF16: return accumulate_as<DType::kBF16>(w, ldw, rows, v_rows, keys, dim, acc, lda, rescale, prefetch);
-    case DType::kE4M3: return accumulate_as<DType::kE4M3>(w, ldw, rows, v_rows, keys, dim, acc, lda, rescale, prefetch);
-    case DType::kE5M2: return accumulate_as<DType::kE5M2>(w, ldw, rows, v_rows, keys, dim, acc, lda, rescale, prefetch);
-    default: return accumulate_as<DType::kF32>(w, ldw, rows, v_rows, keys, dim, acc, lda, rescale, prefetch);
+    case DType::kF16:
+      return accumulate_as<DType::kF16>(w, ldw, rows, v_rows, keys, dim, acc, lda, rescale, prefetch);
+    case DType::kBF16:
+      return accumulate_as<DType::kBF16>(w, ldw, rows, v_rows, keys, dim, acc, lda, rescale, prefetch);
+    case DType::kE4M3:
+      return accumulate_as<DType::kE4M3>(w, ldw, rows, v_rows, keys, dim, acc, lda, rescale, prefetch);
+    case DType::kE5M2:
+      return accumulate_as<DType::kE5M2>(w, ldw, rows, v_rows, keys, dim, acc, lda, rescale, prefetch);
+    default:
+      return accumulate_as<DType::kF32>(w, ldw, rows, v_rows, keys, dim, acc, lda, rescale, prefetch);
   }
 }
 

@@ -12,17 +12,29 @@ namespace {
 template <DType kDType>
 void load_row_as(const void* src, float* out, std::int64_t n) {
   const auto* s = static_cast<const unsigned char*>(src);
-  constexpr std::int64_t kSize = kDType == DType::kF32 ? 4 : (kDType == DType::kF16 || kDType == DType::kBF16) ? 2 : 1;
+  constexpr std::int64_t kSize = kDType == DType::kF32                               ? 4
+                                 : (kDType == DType::kF16 || kDType == DType::kBF16) ? 2
+                                                                                     : 1;
   std::int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, load8(s + i * kSize, kDType));
   for (; i < n; ++i) {
     const unsigned char* e = s + i * kSize;
     switch (kDType) {
-      case DType::kF16: out[i] = f16_to_f32(*reinterpret_cast<const std::uint16_t*>(e)); break;
-      case DType::kBF16: out[i] = bf16_to_f32(*reinterpret_cast<const std::uint16_t*>(e)); break;
-      case DType::kE4M3: out[i] = e4m3_to_f32(*e); break;
-      case DType::kE5M2: out[i] = e5m2_to_f32(*e); break;
-      default: out[i] = *reinterpret_cast<const float*>(e); break;
+      case DType::kF16:
+        out[i] = f16_to_f32(*reinterpret_cast<const std::uint16_t*>(e));
+        break;
+      case DType::kBF16:
+        out[i] = bf16_to_f32(*reinterpret_cast<const std::uint16_t*>(e));
+        break;
+      case DType::kE4M3:
+        out[i] = e4m3_to_f32(*e);
+        break;
+      case DType::kE5M2:
+        out[i] = e5m2_to_f32(*e);
+        break;
+      default:
+        out[i] = *reinterpret_cast<const float*>(e);
+        break;
     }
   }
 }
@@ -32,7 +44,8 @@ void load_row_as(const void* src, float* out, std::int64_t n) {
 inline __m128i bf16_rne8(__m256 x) {
   const __m256i b = _mm256_castps_si256(x);
   const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
-  const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7FFF)), lsb), 16);
+  const __m256i rounded =
+      _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(b, _mm256_set1_epi32(0x7FFF)), lsb), 16);
   const __m256i abs = _mm256_and_si256(b, _mm256_set1_epi32(0x7FFFFFFF));
   const __m256i is_nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7F800000));
   const __m256i nan = _mm256_or_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(0x0040));
@@ -46,12 +59,18 @@ inline __m128i bf16_rne8(__m256 x) {
 
 void load_row(const void* src, DType dtype, float* out, std::int64_t n) {
   switch (dtype) {
-    case DType::kF32: return load_row_as<DType::kF32>(src, out, n);
-    case DType::kF16: return load_row_as<DType::kF16>(src, out, n);
-    case DType::kBF16: return load_row_as<DType::kBF16>(src, out, n);
-    case DType::kE4M3: return load_row_as<DType::kE4M3>(src, out, n);
-    case DType::kE5M2: return load_row_as<DType::kE5M2>(src, out, n);
-    default: return;
+    case DType::kF32:
+      return load_row_as<DType::kF32>(src, out, n);
+    case DType::kF16:
+      return load_row_as<DType::kF16>(src, out, n);
+    case DType::kBF16:
+      return load_row_as<DType::kBF16>(src, out, n);
+    case DType::kE4M3:
+      return load_row_as<DType::kE4M3>(src, out, n);
+    case DType::kE5M2:
+      return load_row_as<DType::kE5M2>(src, out, n);
+    default:
+      return;
   }
 }
 
@@ -77,7 +96,8 @@ void store_row(const float* in, DType dtype, void* dst, std::int64_t n) {
     }
     case DType::kBF16: {
       auto* d = static_cast<std::uint16_t*>(dst);
-      for (; i + 8 <= n; i += 8) _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), bf16_rne8(_mm256_loadu_ps(in + i)));
+      for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(d + i), bf16_rne8(_mm256_loadu_ps(in + i)));
       for (; i < n; ++i) d[i] = f32_to_bf16(in[i]);
       return;
     }
