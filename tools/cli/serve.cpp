@@ -70,9 +70,57 @@ std::pair<std::int32_t, std::int32_t> parse_range(const std::string& flag, const
   return {parse(std::string_view(text).substr(0, colon)), parse(std::string_view(text).substr(colon + 1))};
 }
 
-Device resolve_device(const std::string& name) {
+// Why the CUDA backend cannot serve `model` (empty when it can): a one-request
+// prefill and decode of the model's shape is attempted on the GPU, so the answer
+// follows the kernels actually compiled in rather than a list kept here.
+std::string cuda_cannot_serve(const ModelShape& model) {
+  const Device gpu = Device::cuda(0);
+  try {
+    if (model.kind == AttentionKind::kMla) {
+      const std::int64_t h = model.num_qo_heads, dc = model.head_dim_ckv, dp = model.head_dim_kpe;
+      std::int32_t qo[] = {0, 2}, kvp[] = {0, 1}, lens[] = {2};
+      const Tensor ids = Tensor::zeros({1}, DType::kI32, gpu);
+      BatchMLAPagedAttention w(gpu);
+      w.plan({.qo_indptr = TensorView(qo, DType::kI32, {2}), .kv_indptr = TensorView(kvp, DType::kI32, {2}),
+              .kv_indices = ids, .kv_len = TensorView(lens, DType::kI32, {1}), .num_heads = h, .head_dim_ckv = dc,
+              .head_dim_kpe = dp, .page_size = 16, .sm_scale = model.sm_scale(), .q_dtype = model.q_dtype,
+              .kv_dtype = model.kv_dtype});
+      const Tensor q_nope = Tensor::zeros({2, h, dc}, model.q_dtype, gpu), out = Tensor::zeros({2, h, dc}, model.q_dtype, gpu);
+      const Tensor q_pe = dp ? Tensor::zeros({2, h, dp}, model.q_dtype, gpu) : Tensor();
+      const Tensor ckv = Tensor::zeros({1, 16, dc}, model.kv_dtype, gpu);
+      const Tensor kpe = dp ? Tensor::zeros({1, 16, dp}, model.kv_dtype, gpu) : Tensor();
+      w.run(q_nope, q_pe, dp ? MLACache::pair(ckv, kpe) : MLACache{ckv.view(), {}}, out);
+      return {};
+    }
+    std::int32_t qo[] = {0, 2}, indptr[] = {0, 1}, last[] = {2};
+    const Tensor ids = Tensor::zeros({1}, DType::kI32, gpu);
+    const PageTable table{TensorView(indptr, DType::kI32, {2}), ids, TensorView(last, DType::kI32, {1})};
+    BatchPrefillWithPagedKVCache prefill(gpu);
+    prefill.plan({.qo_indptr = TensorView(qo, DType::kI32, {2}), .page_table = table,
+                  .num_qo_heads = model.num_qo_heads, .num_kv_heads = model.num_kv_heads, .head_dim = model.head_dim,
+                  .page_size = 16, .options = {.mask_mode = MaskMode::kCausal}, .q_dtype = model.q_dtype,
+                  .kv_dtype = model.kv_dtype, .o_dtype = model.q_dtype});
+    BatchDecodeWithPagedKVCache decode(gpu);
+    decode.plan({.page_table = table, .num_qo_heads = model.num_qo_heads, .num_kv_heads = model.num_kv_heads,
+                 .head_dim = model.head_dim, .page_size = 16, .q_dtype = model.q_dtype, .kv_dtype = model.kv_dtype,
+                 .o_dtype = model.q_dtype});
+    return {};
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+// auto: the GPU when the CUDA backend is built, a GPU is found and its kernels
+// serve the model; otherwise the CPU, saying why.
+Device resolve_device(const std::string& name, const ModelShape& model) {
   if (name == "cpu") return Device::cpu();
-  if (name == "auto") return default_device();
+  if (name == "auto") {
+    if (default_device().is_cpu()) return Device::cpu();
+    const std::string why = cuda_cannot_serve(model);
+    if (why.empty()) return Device::cuda(0);
+    fmt::print(stderr, "kvinfer serve: --device auto runs on the CPU: {}\n", why);
+    return Device::cpu();
+  }
   if (name == "cuda") {
     if (!cuda_backend_built()) {
       throw InputError("--device = cuda: this build has no CUDA backend (configure with -DKVINFER_CUDA=ON)");
@@ -118,8 +166,8 @@ int run_serve(const ServeArgs& a) {
   // ---- configuration (every check before anything is allocated or run)
   if (a.threads < 0) throw InputError(fmt::format("--threads = {}: must be >= 1 (0: all cores)", a.threads));
   if (a.threads > 0) ::setenv("KVINFER_NUM_THREADS", std::to_string(a.threads).c_str(), 1);
-  const Device device = resolve_device(a.device);
   const ModelShape model = make_model(a.preset, a.model);
+  const Device device = resolve_device(a.device, model);
   const bool mla = model.kind == AttentionKind::kMla;
   const std::int32_t page_size = a.page_size.value_or(mla ? 64 : 16);
   if (page_size < 1 || page_size > 1024)
