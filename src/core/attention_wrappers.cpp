@@ -46,6 +46,21 @@ void fill_paged(PlanRequest& req, const PageTable& table, std::int64_t page_size
   req.storage = KVStorage::kPaged;
 }
 
+// The fields every wrapper's plan arguments share (heads, dims, dtypes, options,
+// split); each PlanArgs names them alike.
+template <class Args>
+void fill_shape(PlanRequest& req, const Args& a, std::int64_t head_dim_qk, std::int64_t head_dim_vo) {
+  req.num_qo_heads = a.num_qo_heads;
+  req.num_kv_heads = a.num_kv_heads;
+  req.head_dim_qk = head_dim_qk;
+  req.head_dim_vo = head_dim_vo;
+  req.q_dtype = a.q_dtype;
+  req.kv_dtype = a.kv_dtype;
+  req.o_dtype = a.o_dtype;
+  req.options = a.options;
+  req.split = a.split;
+}
+
 PlanRequest ragged_request(const RaggedPrefillPlanArgs& a) {
   PlanRequest req;
   req.op = kRaggedOp;
@@ -55,16 +70,8 @@ PlanRequest ragged_request(const RaggedPrefillPlanArgs& a) {
   const auto* kv_indptr = a.kv_indptr.data_as<const std::int32_t>();
   req.kv_begin.assign(kv_indptr, kv_indptr + batch);
   req.nnz_kv = kv_indptr[batch];
-  req.num_qo_heads = a.num_qo_heads;
-  req.num_kv_heads = a.num_kv_heads;
-  req.head_dim_qk = a.head_dim_qk;
-  req.head_dim_vo = a.head_dim_vo == 0 ? a.head_dim_qk : a.head_dim_vo;
-  req.q_dtype = a.q_dtype;
-  req.kv_dtype = a.kv_dtype;
-  req.o_dtype = a.o_dtype;
-  req.options = a.options;
+  fill_shape(req, a, a.head_dim_qk, a.head_dim_vo == 0 ? a.head_dim_qk : a.head_dim_vo);
   req.custom_mask = a.custom_mask;
-  req.split = a.split;
   return req;
 }
 
@@ -76,15 +83,8 @@ PlanRequest paged_request(const PagedPrefillPlanArgs& a, Device device) {
   detail::require_v(a.page_table.batch_size() == std::int64_t(req.qo_lens.size()), kPagedOp,
                     "kv_indptr.shape[0]", a.page_table.indptr.size(0),
                     fmt::format("must equal qo_indptr.shape[0] ({})", req.qo_lens.size() + 1));
-  req.num_qo_heads = a.num_qo_heads;
-  req.num_kv_heads = a.num_kv_heads;
-  req.head_dim_qk = req.head_dim_vo = a.head_dim;
-  req.q_dtype = a.q_dtype;
-  req.kv_dtype = a.kv_dtype;
-  req.o_dtype = a.o_dtype;
-  req.options = a.options;
+  fill_shape(req, a, a.head_dim, a.head_dim);
   req.custom_mask = a.custom_mask;
-  req.split = a.split;
   return req;
 }
 
@@ -97,14 +97,7 @@ PlanRequest decode_request(const DecodePlanArgs& a, Device device) {
   detail::require(a.options.mask_mode == MaskMode::kNone, kDecodeOp, "options.mask_mode",
                   a.options.mask_mode == MaskMode::kCausal ? "causal" : "custom",
                   "decode attends the last token to every key: mask_mode must be none");
-  req.num_qo_heads = a.num_qo_heads;
-  req.num_kv_heads = a.num_kv_heads;
-  req.head_dim_qk = req.head_dim_vo = a.head_dim;
-  req.q_dtype = a.q_dtype;
-  req.kv_dtype = a.kv_dtype;
-  req.o_dtype = a.o_dtype;
-  req.options = a.options;
-  req.split = a.split;
+  fill_shape(req, a, a.head_dim, a.head_dim);
   return req;
 }
 
