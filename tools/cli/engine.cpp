@@ -459,33 +459,29 @@ StepStats Engine::Impl::run_mla(const StepBatch& batch, OracleCheck* check) {
                    pos = positions.view().slice(0, 0, new_tokens);
   if (new_tokens > 0) get_batch_indices_positions(append_indptr.on(dev), append_seq_lens.on(dev), bi, pos);
   const std::optional<float> scale = model.sm_scale();
+  // Prefill and decode share the model's MLA shape; only their tables differ.
+  const auto plan_mla = [&](BatchMLAPagedAttention& w, const TensorView& qo_indptr, const PageTable& table,
+                            const TensorView& kv_len) {
+    w.plan({.qo_indptr = qo_indptr,
+            .kv_indptr = table.indptr,
+            .kv_indices = table.indices,
+            .kv_len = kv_len,
+            .num_heads = h,
+            .head_dim_ckv = dc,
+            .head_dim_kpe = dp,
+            .page_size = ps,
+            .causal = true,
+            .sm_scale = scale,
+            .q_dtype = model.q_dtype,
+            .kv_dtype = model.kv_dtype});
+  };
   if (prefill_rows > 0) {
-    mla_prefill.plan({.qo_indptr = prefill_qo_indptr.on_host(),
-                      .kv_indptr = prefill_table.indptr.on_host(),
-                      .kv_indices = prefill_table.indices.on(dev),
-                      .kv_len = mla_prefill_kv_len.on_host(),
-                      .num_heads = h,
-                      .head_dim_ckv = dc,
-                      .head_dim_kpe = dp,
-                      .page_size = ps,
-                      .causal = true,
-                      .sm_scale = scale,
-                      .q_dtype = model.q_dtype,
-                      .kv_dtype = model.kv_dtype});
+    plan_mla(mla_prefill, prefill_qo_indptr.on_host(),
+             {prefill_table.indptr.on_host(), prefill_table.indices.on(dev), {}}, mla_prefill_kv_len.on_host());
   }
   if (decode_rows > 0) {
-    mla_decode.plan({.qo_indptr = mla_decode_qo_indptr.on_host(),
-                     .kv_indptr = decode_table.indptr.on_host(),
-                     .kv_indices = decode_table.indices.on(dev),
-                     .kv_len = mla_decode_kv_len.on_host(),
-                     .num_heads = h,
-                     .head_dim_ckv = dc,
-                     .head_dim_kpe = dp,
-                     .page_size = ps,
-                     .causal = true,
-                     .sm_scale = scale,
-                     .q_dtype = model.q_dtype,
-                     .kv_dtype = model.kv_dtype});
+    plan_mla(mla_decode, mla_decode_qo_indptr.on_host(),
+             {decode_table.indptr.on_host(), decode_table.indices.on(dev), {}}, mla_decode_kv_len.on_host());
   }
   sync();
   st.plan_s = seconds_since(t0);
