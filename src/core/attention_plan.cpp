@@ -277,16 +277,8 @@ void AttentionPlan::run(std::string_view op, const TensorView& q, const TensorVi
   p.kv_indices = kv_indices_;
   p.alibi_slopes = alibi_slopes_.defined() ? alibi_slopes_.data_as<const float>() : nullptr;
   p.custom_mask = custom_mask_.defined() ? custom_mask_.data_as<const std::uint8_t>() : nullptr;
-  const ScheduleView sv = workspace_.view(schedule_.layout);
-  p.requests = sv.requests;
-  p.items = sv.items;
-  p.merge_tokens = sv.merge_tokens;
-  p.counts = sv.counts;
-  p.partial_o = sv.partial_o;
-  p.partial_lse = sv.partial_lse;
+  bind_schedule(p, workspace_.view(schedule_.layout), schedule_);
   p.q_tile_rows = schedule_.q_tile_rows;
-  p.max_items = schedule_.max_items;
-  p.max_merge_tokens = schedule_.max_merge_tokens;
   p.stream = options.stream;
   if (device_.is_cpu()) {
     cpu::run_attention(p);

@@ -221,15 +221,7 @@ void MLAPlan::run(const TensorView& q_nope, const TensorView& q_pe, const MLACac
   p.ckv = cache.ckv;
   p.kpe = cache.kpe;
   p.kv_indices = kv_indices_;
-  const ScheduleView sv = workspace_.view(schedule_.layout);
-  p.requests = sv.requests;
-  p.items = sv.items;
-  p.merge_tokens = sv.merge_tokens;
-  p.counts = sv.counts;
-  p.partial_o = sv.partial_o;
-  p.partial_lse = sv.partial_lse;
-  p.max_items = schedule_.max_items;
-  p.max_merge_tokens = schedule_.max_merge_tokens;
+  bind_schedule(p, workspace_.view(schedule_.layout), schedule_);
   p.stream = options.stream;
   if (device_.is_cpu()) {
     cpu::run_mla(p);

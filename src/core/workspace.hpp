@@ -21,6 +21,20 @@ struct ScheduleView {
   float* partial_lse = nullptr;
 };
 
+// Copies a schedule's device pointers and grid sizes into the params of a backend
+// call (AttentionParams, MLAParams: the same member names).
+template <class Params>
+void bind_schedule(Params& p, const ScheduleView& sv, const Schedule& s) {
+  p.requests = sv.requests;
+  p.items = sv.items;
+  p.merge_tokens = sv.merge_tokens;
+  p.counts = sv.counts;
+  p.partial_o = sv.partial_o;
+  p.partial_lse = sv.partial_lse;
+  p.max_items = s.max_items;
+  p.max_merge_tokens = s.max_merge_tokens;
+}
+
 class PlanWorkspace {
  public:
   // A fixed workspace (CUDA-graph capacity) is sized by its first upload and never

@@ -5,9 +5,9 @@
 #include <algorithm>
 #include <array>
 #include <random>
-#include <set>
 
 #include "testing/attention_case.hpp"
+#include "testing/pairwise.hpp"
 
 namespace kvinfer::testing {
 namespace {
@@ -81,50 +81,30 @@ double cost(const AttentionCase& c) {
   return n * double(c.num_qo_heads) * double(c.head_dim_qk + c.head_dim_vo);
 }
 
+
+Choice to_choice(std::span<const int> ch) {
+  Choice c{};
+  std::copy(ch.begin(), ch.end(), c.begin());
+  return c;
+}
+
+std::vector<int> axis_sizes() {
+  std::vector<int> sizes;
+  for (const auto& values : kValues) sizes.push_back(int(values.size()));
+  return sizes;
+}
+
 }  // namespace
 
 std::vector<AttentionCase> attention_case_list() {
   constexpr double kMaxCost = 3e7;
   constexpr int kCandidates = 60;
-  std::mt19937_64 rng(20261130);
-  // Uncovered pairs (axis a value i, axis b value j), a < b.
-  std::set<std::array<int, 4>> uncovered;
-  for (int a = 0; a < kNumAxes; ++a)
-    for (int b = a + 1; b < kNumAxes; ++b)
-      for (int i = 0; i < int(kValues[a].size()); ++i)
-        for (int j = 0; j < int(kValues[b].size()); ++j) uncovered.insert({a, i, b, j});
-
+  const std::vector<int> sizes = axis_sizes();
   std::vector<AttentionCase> cases;
-  int stale = 0;
-  while (!uncovered.empty() && stale < 200) {
-    // Start each candidate from an uncovered pair, fill the rest at random, keep
-    // the candidate covering the most new pairs within the cost limit.
-    Choice best{};
-    int best_gain = 0;
-    for (int t = 0; t < kCandidates; ++t) {
-      Choice ch;
-      for (int a = 0; a < kNumAxes; ++a) ch[a] = int(rng() % kValues[a].size());
-      auto it = uncovered.begin();
-      std::advance(it, rng() % uncovered.size());
-      ch[(*it)[0]] = (*it)[1];
-      ch[(*it)[2]] = (*it)[3];
-      const AttentionCase c = make_case(ch, 0);
-      if (cost(c) > kMaxCost) continue;
-      int gain = 0;
-      for (int a = 0; a < kNumAxes; ++a)
-        for (int b = a + 1; b < kNumAxes; ++b) gain += int(uncovered.count({a, ch[a], b, ch[b]}));
-      if (gain > best_gain) {
-        best = ch;
-        best_gain = gain;
-      }
-    }
-    if (best_gain == 0) {
-      ++stale;
-      continue;
-    }
-    for (int a = 0; a < kNumAxes; ++a)
-      for (int b = a + 1; b < kNumAxes; ++b) uncovered.erase({a, best[a], b, best[b]});
-    AttentionCase c = make_case(best, 1000 + cases.size());
+  for (const std::vector<int>& ch : pairwise_choices(
+           sizes, {.seed = 20261130, .candidates = kCandidates, .max_cost = kMaxCost, .prefer_cheaper = false},
+           [](std::span<const int> ch) { return cost(make_case(to_choice(ch), 0)); })) {
+    AttentionCase c = make_case(to_choice(ch), 1000 + cases.size());
     c.name = "pairwise" + std::to_string(cases.size());
     cases.push_back(c);
   }

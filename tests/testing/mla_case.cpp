@@ -12,6 +12,7 @@
 
 #include "oracle/oracle.hpp"
 #include "testing/host_buffer.hpp"
+#include "testing/pairwise.hpp"
 #include "testing/random.hpp"
 
 namespace kvinfer::testing {
@@ -375,6 +376,19 @@ MLACase make_case(const Choice& ch, std::uint64_t seed) {
   return c;
 }
 
+
+Choice to_choice(std::span<const int> ch) {
+  Choice c{};
+  std::copy(ch.begin(), ch.end(), c.begin());
+  return c;
+}
+
+std::vector<int> axis_sizes() {
+  std::vector<int> sizes;
+  for (const auto& values : kValues) sizes.push_back(int(values.size()));
+  return sizes;
+}
+
 }  // namespace
 
 std::vector<MLACase> mla_case_list() {
@@ -384,46 +398,12 @@ std::vector<MLACase> mla_case_list() {
   // covered by the slow grid.
   constexpr double kMaxCost = 1.5e8;
   constexpr int kCandidates = 80;
-  std::mt19937_64 rng(20261201);
-  std::set<std::array<int, 4>> uncovered;
-  for (int a = 0; a < kNumAxes; ++a)
-    for (int b = a + 1; b < kNumAxes; ++b)
-      for (int i = 0; i < int(kValues[a].size()); ++i)
-        for (int j = 0; j < int(kValues[b].size()); ++j) uncovered.insert({a, i, b, j});
-
+  const std::vector<int> sizes = axis_sizes();
   std::vector<MLACase> cases;
-  int stale = 0;
-  while (!uncovered.empty() && stale < 200) {
-    // Each candidate starts from an uncovered pair, the rest random; keep the one
-    // covering most new pairs within the budget (the cheaper one on a tie).
-    Choice best{};
-    int best_gain = 0;
-    double best_cost = 0;
-    for (int t = 0; t < kCandidates; ++t) {
-      Choice ch;
-      for (int a = 0; a < kNumAxes; ++a) ch[a] = int(rng() % kValues[a].size());
-      auto it = uncovered.begin();
-      std::advance(it, rng() % uncovered.size());
-      ch[(*it)[0]] = (*it)[1];
-      ch[(*it)[2]] = (*it)[3];
-      const double cost = make_case(ch, 0).cost();
-      if (cost > kMaxCost) continue;
-      int gain = 0;
-      for (int a = 0; a < kNumAxes; ++a)
-        for (int b = a + 1; b < kNumAxes; ++b) gain += int(uncovered.count({a, ch[a], b, ch[b]}));
-      if (gain > best_gain || (gain == best_gain && gain > 0 && cost < best_cost)) {
-        best = ch;
-        best_gain = gain;
-        best_cost = cost;
-      }
-    }
-    if (best_gain == 0) {
-      ++stale;
-      continue;
-    }
-    for (int a = 0; a < kNumAxes; ++a)
-      for (int b = a + 1; b < kNumAxes; ++b) uncovered.erase({a, best[a], b, best[b]});
-    MLACase c = make_case(best, 3000 + cases.size());
+  for (const std::vector<int>& ch : pairwise_choices(
+           sizes, {.seed = 20261201, .candidates = kCandidates, .max_cost = kMaxCost, .prefer_cheaper = true},
+           [](std::span<const int> ch) { return make_case(to_choice(ch), 0).cost(); })) {
+    MLACase c = make_case(to_choice(ch), 3000 + cases.size());
     c.name = "pairwise" + std::to_string(cases.size());
     cases.push_back(c);
   }
