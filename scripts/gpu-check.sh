@@ -33,6 +33,8 @@ declare -A bench_args=(
 )
 declare -A bench_timeout=(
   [bench_ceilings]=120
+  [bench_prefill]=240
+  [peer_prefill]=240
 )
 default_bench_timeout=120
 
@@ -158,6 +160,7 @@ if [[ $skip != *" bench "* ]]; then
   for py in bench/*.py; do
     [[ -f $py ]] || continue
     name=$(basename "$py" .py)
+    [[ " ${KVINFER_BENCH_SKIP:-} " == *" $name "* ]] && continue
     run_bench "$name" python3 "$py"
   done
 fi

@@ -32,20 +32,13 @@ std::vector<std::uint16_t> bits(const Tensor& t) {
   return v;
 }
 
-Tensor random_half(Shape shape, Rng& rng, float scale = 1.0f) {
-  Tensor t = Tensor::empty(shape, DType::kBF16);
-  std::normal_distribution<float> nd(0.0f, scale);
-  for (std::int64_t i = 0; i < t.numel(); ++i) t.data_as<std::uint16_t>()[i] = f32_to_bf16(nd(rng));
-  return t;
-}
-
 // Ragged prefill of three requests; request 1 alone must give bitwise the same
 // rows, whatever the thread count, when the split size is fixed.
 TEST(CpuAttention, FixedSplitIsBatchAndThreadInvariant) {
   Rng rng(11);
   const std::vector<std::int32_t> qo_indptr{0, 3, 11, 12}, kv_indptr{0, 700, 1900, 2000};
   const std::int64_t hq = 8, hk = 2, d = 64;
-  Tensor q = random_half({12, hq, d}, rng), k = random_half({2000, hk, d}, rng), v = random_half({2000, hk, d}, rng);
+  Tensor q = random_bf16({12, hq, d}, rng), k = random_bf16({2000, hk, d}, rng), v = random_bf16({2000, hk, d}, rng);
   auto run = [&](std::span<const std::int32_t> qi, std::span<const std::int32_t> ki, const TensorView& qv,
                  const TensorView& kvw, const TensorView& vv) {
     Tensor out = Tensor::empty({qv.size(0), hq, d}, DType::kBF16);
@@ -77,7 +70,7 @@ TEST(CpuAttention, CustomMaskOfTheCausalTriangleEqualsCausal) {
   Rng rng(12);
   const std::vector<std::int32_t> qo_indptr{0, 17, 30}, kv_indptr{0, 54, 151};
   const std::int64_t hq = 4, hk = 4, d = 128;
-  Tensor q = random_half({30, hq, d}, rng), k = random_half({151, hk, d}, rng), v = random_half({151, hk, d}, rng);
+  Tensor q = random_bf16({30, hq, d}, rng), k = random_bf16({151, hk, d}, rng), v = random_bf16({151, hk, d}, rng);
   std::vector<std::uint8_t> mask;
   for (int r = 0; r < 2; ++r) {
     const int qo = qo_indptr[r + 1] - qo_indptr[r], kv = kv_indptr[r + 1] - kv_indptr[r];
@@ -128,7 +121,7 @@ TEST(CpuAttention, FixedCapacityReplan) {
   BatchDecodeWithPagedKVCache fixed(Device::cpu(), KVLayout::kNHD,
                                     Capacity{.max_batch = 16, .max_qo_tokens = 16, .max_kv = pages});
   Rng rng(13);
-  Tensor cache = random_half({pages, 2, page, hk, d}, rng);
+  Tensor cache = random_bf16({pages, 2, page, hk, d}, rng);
   const PagedKVCache kv = PagedKVCache::combined(cache);
   std::optional<WorkspaceSize> size;
   for (int trial = 0; trial < 6; ++trial) {
@@ -144,7 +137,7 @@ TEST(CpuAttention, FixedCapacityReplan) {
       EXPECT_EQ(ws.float_bytes, size->float_bytes);
     }
     size = ws;
-    Tensor q = random_half({batch, hq, d}, rng);
+    Tensor q = random_bf16({batch, hq, d}, rng);
     Tensor out_fixed = Tensor::empty({batch, hq, d}, DType::kBF16), out_fresh = Tensor::empty({batch, hq, d}, DType::kBF16);
     fixed.plan(args);
     fixed.run(q, kv, out_fixed);

@@ -31,9 +31,12 @@ std::vector<std::int64_t> stride_pad(std::size_t rank, bool strided) {
 }
 
 // fp32 naive attention of one request, on inputs already in their stored
-// precision: the "naive" of the tolerance model.
+// precision: the "naive" of the tolerance model. RoPE'd queries and keys are
+// operands in their own right, held in the 16-bit type the products take
+// (`rotated_q`, `rotated_k`), as tensor-core kernels must.
 oracle::AttentionResult naive_f32(const oracle::AttentionSpec& spec, std::span<const double> q,
-                                  std::span<const double> k, std::span<const double> v, DType o_dtype) {
+                                  std::span<const double> k, std::span<const double> v, DType o_dtype,
+                                  DType rotated_q, DType rotated_k) {
   const std::int64_t qo = spec.qo_len, kv = spec.kv_len, hq = spec.num_qo_heads, hk = spec.num_kv_heads;
   const std::int64_t dqk = spec.head_dim_qk, dvo = spec.head_dim_vo, group = hq / hk;
   const std::vector<std::uint8_t> vis = oracle::visibility(spec);
@@ -52,6 +55,10 @@ oracle::AttentionResult naive_f32(const oracle::AttentionSpec& spec, std::span<c
       x[d + half] = x1 * c + x0 * s;
     }
   };
+  auto rope_rounded = [&](std::vector<float>& x, std::int64_t pos, DType t) {
+    rope(x, pos);
+    for (float& e : x) e = round_to(e, t);
+  };
   oracle::AttentionResult r;
   r.o.assign(std::size_t(qo * hq * dvo), 0.0);
   r.lse.assign(std::size_t(qo * hq), kNegInf);
@@ -62,13 +69,13 @@ oracle::AttentionResult naive_f32(const oracle::AttentionSpec& spec, std::span<c
     for (std::int64_t j = 0; j < kv; ++j) {
       std::vector<float> row(static_cast<std::size_t>(dqk));
       for (std::int64_t d = 0; d < dqk; ++d) row[d] = float(k[(j * hk + g) * dqk + d]);
-      if (spec.pos_encoding == PosEncoding::kRopeLlama) rope(row, j);
+      if (spec.pos_encoding == PosEncoding::kRopeLlama) rope_rounded(row, j, rotated_k);
       std::copy(row.begin(), row.end(), kk.begin() + j * dqk);
     }
     for (std::int64_t i = 0; i < qo; ++i) {
       const std::int64_t i_pos = i + kv - qo;
       for (std::int64_t d = 0; d < dqk; ++d) qq[d] = float(q[(i * hq + h) * dqk + d]);
-      if (spec.pos_encoding == PosEncoding::kRopeLlama) rope(qq, i_pos);
+      if (spec.pos_encoding == PosEncoding::kRopeLlama) rope_rounded(qq, i_pos, rotated_q);
       float m = -std::numeric_limits<float>::infinity();
       for (std::int64_t j = 0; j < kv; ++j) {
         if (!vis[std::size_t(i * kv + j)]) {
@@ -337,7 +344,8 @@ CaseReport run_attention_case(const AttentionCase& c, Device device) {
         oracle::spec_from_options(c.options, c.qo_lens[r], c.kv_lens[r], hq, c.num_kv_heads, c.head_dim_qk, dvo);
     if (c.options.mask_mode == MaskMode::kCustom) spec.custom_mask = b.masks[r];
     const oracle::AttentionResult ref = oracle::attention(spec, d.q, d.k, d.v);
-    const oracle::AttentionResult naive = naive_f32(spec, d.q, d.k, d.v, c.o_dtype);
+    const oracle::AttentionResult naive = naive_f32(spec, d.q, d.k, d.v, c.o_dtype, c.q_dtype,
+                                                         is_fp8(c.kv_dtype) ? c.q_dtype : c.kv_dtype);
     for (std::int64_t i = 0; i < c.qo_lens[r]; ++i) {
       const std::int64_t row = b.qo_indptr[r] + i;
       for (std::int64_t h = 0; h < hq; ++h) {

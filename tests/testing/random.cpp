@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "testing/random.hpp"
 
+#include "kvinfer/core/float_convert.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <numeric>
@@ -77,6 +79,13 @@ HostPageTable random_page_table(std::span<const std::int32_t> kv_lens, std::int6
   t.indptr = int32_tensor(indptr);
   t.indices = int32_tensor(ids);
   t.last_page_len = int32_tensor(last);
+  return t;
+}
+
+Tensor random_bf16(Shape shape, Rng& rng, float scale) {
+  Tensor t = Tensor::empty(shape, DType::kBF16);
+  std::normal_distribution<float> nd(0.0f, scale);
+  for (std::int64_t i = 0; i < t.numel(); ++i) t.data_as<std::uint16_t>()[i] = f32_to_bf16(nd(rng));
   return t;
 }
 

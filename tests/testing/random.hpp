@@ -27,6 +27,8 @@ Tensor random_bools(std::int64_t n, Rng& rng, double p_true = 0.5);
 
 // An int32 host tensor [values.size()].
 Tensor int32_tensor(std::span<const std::int32_t> values);
+// bf16 values drawn from N(0, scale^2), on the host.
+Tensor random_bf16(Shape shape, Rng& rng, float scale = 1.0f);
 std::vector<std::int32_t> to_vector_i32(const TensorView& t);
 
 // A view of shape `shape` inside a larger allocation of shape + pad (per dim), so

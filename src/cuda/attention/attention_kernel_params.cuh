@@ -41,6 +41,9 @@ struct AttentionKernelParams {
   bool rope;
   float rope_rcp_scale, rope_rcp_theta;
   const float* alibi_slopes;  // [Hq] or null
+  bool causal;
+  std::int32_t window_left;   // -1: no window
+  const std::uint8_t* custom_mask;  // packed bits (RequestInfo::mask_offset), or null
 };
 
 AttentionKernelParams make_kernel_params(const detail::AttentionParams& p);

@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "cuda/attention/attention_kernel_params.cuh"
+#include "cuda/attention/key_access.cuh"
 #include "cuda/attention/math.cuh"
 #include "cuda/check.cuh"
 #include "cuda/common/convert.cuh"
@@ -32,32 +33,6 @@ struct DecodeShape {
   // keys keep the registers (and so the resident warps) in budget.
   static constexpr int kUnroll = kRows >= 4 ? 2 : 4;
   static_assert(kLanes >= 1 && kLanes <= 32 && 32 % kLanes == 0, "head_dim must be 64, 128 or 256");
-};
-
-// Where key row j of the item's request lives: (page, slot) through the page
-// table (looked up once for K and V), or (0, j) for ragged KV.
-struct KeySlot {
-  std::int64_t page;
-  std::int64_t slot;
-};
-struct KeyLocator {
-  const std::int32_t* pages;  // null: ragged
-  FastDivmod page_size;
-  __device__ __forceinline__ KeySlot operator()(std::int32_t j) const {
-    if (pages == nullptr) return {0, j};
-    std::uint32_t slot;
-    const std::uint32_t page_slot = page_size.divmod(std::uint32_t(j), &slot);
-    return {__ldg(pages + page_slot), std::int64_t(slot)};
-  }
-};
-
-// Key row address of one of K / V for the item's KV head.
-struct KeyRow {
-  const char* base;
-  std::int64_t stride_page, stride_token;  // bytes
-  __device__ __forceinline__ const char* operator()(KeySlot s) const {
-    return base + s.page * stride_page + s.slot * stride_token;
-  }
 };
 
 // Rotate-half RoPE of the 8 elements a lane holds; the partner half of the head

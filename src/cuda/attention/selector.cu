@@ -18,46 +18,62 @@
 
 namespace kvinfer::cuda {
 
-// Declarations of the instances' launch functions (defined in decode_kernel.cuh).
+// Declarations of the instances' launch functions (defined in decode_kernel.cuh and
+// prefill_kernel.cuh).
 template <class TQ, class TKV, class TO, int D>
 void launch_decode(const AttentionKernelParams& p, int q_tile_rows, std::int64_t grid, cudaStream_t stream);
 template <class TQ, class TKV, class TO, int D>
 int decode_occupancy(int q_tile_rows);
+template <class TQ, class TKV, class TO, int DQK, int DVO>
+void launch_prefill(const AttentionKernelParams& p, int q_tile_rows, std::int64_t grid, cudaStream_t stream);
+template <class TQ, class TKV, class TO, int DQK, int DVO>
+int prefill_occupancy(int q_tile_rows);
 
 namespace {
 
 using LaunchFn = void (*)(const AttentionKernelParams&, int, std::int64_t, cudaStream_t);
 using OccupancyFn = int (*)(int);
 
-struct DecodeInstance {
+struct Instance {
   DType q, kv;
-  int head_dim;
+  int head_dim_qk, head_dim_vo;
   LaunchFn launch;
   OccupancyFn occupancy;
 };
 
 #define KVINFER_DECODE_INSTANCE(TQ, QD, TKV, KVD, D) \
-  {DType::QD, DType::KVD, D, &launch_decode<TQ, TKV, TQ, D>, &decode_occupancy<TQ, TKV, TQ, D>},
-constexpr DecodeInstance kDecodeInstances[] = {
+  {DType::QD, DType::KVD, D, D, &launch_decode<TQ, TKV, TQ, D>, &decode_occupancy<TQ, TKV, TQ, D>},
+constexpr Instance kDecodeInstances[] = {
 #include "decode_instances.inc"
-    {DType::kBool, DType::kBool, 0, nullptr, nullptr},  // end marker: a preset may list none
+    {DType::kBool, DType::kBool, 0, 0, nullptr, nullptr},  // end marker: a preset may list none
 };
 #undef KVINFER_DECODE_INSTANCE
 
+#define KVINFER_PREFILL_INSTANCE(TQ, QD, TKV, KVD, DQK, DVO) \
+  {DType::QD, DType::KVD, DQK, DVO, &launch_prefill<TQ, TKV, TQ, DQK, DVO>, &prefill_occupancy<TQ, TKV, TQ, DQK, DVO>},
+constexpr Instance kPrefillInstances[] = {
+#include "prefill_instances.inc"
+    {DType::kBool, DType::kBool, 0, 0, nullptr, nullptr},
+};
+#undef KVINFER_PREFILL_INSTANCE
+
 std::string describe(const detail::AttentionProblem& pr) {
-  return std::string(dtype_name(pr.q_dtype)) + " q, " + std::string(dtype_name(pr.kv_dtype)) + " KV, head_dim " +
-         std::to_string(pr.head_dim_qk) + (pr.head_dim_vo != pr.head_dim_qk ? "/" + std::to_string(pr.head_dim_vo) : "");
+  return std::string(dtype_name(pr.q_dtype)) + " q, " + std::string(dtype_name(pr.kv_dtype)) + " KV, " +
+         std::string(dtype_name(pr.o_dtype)) + " out, head_dim " + std::to_string(pr.head_dim_qk) +
+         (pr.head_dim_vo != pr.head_dim_qk ? "/" + std::to_string(pr.head_dim_vo) : "");
 }
 
-// The decode kernel runs problems whose requests have one query row each.
+// The CUDA-core decode kernel runs problems whose requests have one query row each.
 bool is_decode_problem(const detail::AttentionProblem& pr) {
-  return pr.max_qo_len <= 1 && pr.mask_mode != MaskMode::kCustom && pr.head_dim_qk == pr.head_dim_vo &&
-         pr.q_dtype == pr.o_dtype;
+  return pr.max_qo_len <= 1 && pr.mask_mode != MaskMode::kCustom && pr.head_dim_qk == pr.head_dim_vo;
 }
 
-const DecodeInstance* find_decode(const detail::AttentionProblem& pr) {
-  for (const DecodeInstance& inst : kDecodeInstances) {
-    if (inst.launch && inst.q == pr.q_dtype && inst.kv == pr.kv_dtype && inst.head_dim == pr.head_dim_qk) return &inst;
+template <std::size_t N>
+const Instance* find(const Instance (&list)[N], const detail::AttentionProblem& pr) {
+  for (const Instance& inst : list) {
+    if (inst.launch && inst.q == pr.q_dtype && inst.kv == pr.kv_dtype && inst.head_dim_qk == pr.head_dim_qk &&
+        inst.head_dim_vo == pr.head_dim_vo)
+      return &inst;
   }
   return nullptr;
 }
@@ -68,30 +84,41 @@ int decode_tile_rows(std::int64_t group) {
   return rows;
 }
 
-const DecodeInstance& require_decode(const detail::AttentionProblem& pr) {
-  if (!is_decode_problem(pr)) {
-    throw Error("attention", "device", "cuda",
-                "the CUDA backend has no prefill kernel yet: it runs problems with one query row per request "
-                "(decode), without a custom mask, with equal q/o dtypes and head_dim_qk == head_dim_vo; got " +
-                    describe(pr) + " with up to " + std::to_string(pr.max_qo_len) + " query rows per request");
+// 128-row tiles halve the K/V traffic per query row; 64 rows waste less on short requests.
+int prefill_tile_rows(const detail::AttentionProblem& pr) {
+  // The general kernel (custom mask, ALiBi, soft cap) has 64-row tiles only.
+  const bool general = pr.mask_mode == MaskMode::kCustom || pr.pos_encoding == PosEncoding::kAlibi ||
+                       pr.logits_soft_cap > 0.0f;
+  if (general) return 64;
+  return std::int64_t(pr.max_qo_len) * pr.group_size() <= 64 ? 64 : 128;
+}
+
+struct KernelChoice {
+  const Instance* instance;
+  int q_tile_rows;
+};
+
+KernelChoice choose_kernel(const detail::AttentionProblem& pr) {
+  if (pr.o_dtype != pr.q_dtype) {
+    throw Error("attention", "out.dtype", dtype_name(pr.o_dtype),
+                "the CUDA kernels write the output in the query's dtype (" + std::string(dtype_name(pr.q_dtype)) + ")");
   }
-  const DecodeInstance* inst = find_decode(pr);
-  if (inst == nullptr) {
-    throw Error("attention", "kernel", describe(pr),
-                "no CUDA decode kernel for this configuration is compiled in the '" KVINFER_INSTANCE_PRESET
-                "' instance preset; configure with -DKVINFER_INSTANCES=default (fp16/bf16 q, fp16/bf16/fp8 KV, "
-                "head_dim 64/128/256) or full");
+  if (is_decode_problem(pr)) {
+    if (const Instance* inst = find(kDecodeInstances, pr)) return {inst, decode_tile_rows(pr.group_size())};
   }
-  return *inst;
+  if (const Instance* inst = find(kPrefillInstances, pr)) return {inst, prefill_tile_rows(pr)};
+  throw Error("attention", "kernel", describe(pr),
+              "no CUDA kernel for this configuration is compiled in the '" KVINFER_INSTANCE_PRESET
+              "' instance preset; configure with -DKVINFER_INSTANCES=default (fp16/bf16 q; KV of the query's type "
+              "or fp8; head_dim 64/128/256, and 192/128) or full (also mixed fp16/bf16 decode)");
 }
 
 }  // namespace
 
 KernelTraits select_kernel(const detail::AttentionProblem& pr, int device) {
-  const DecodeInstance& inst = require_decode(pr);
-  const int rows = decode_tile_rows(pr.group_size());
+  const KernelChoice k = choose_kernel(pr);
   KVINFER_CUDA_CHECK(cudaSetDevice(device));
-  return {rows, std::max(1, inst.occupancy(rows))};
+  return {k.q_tile_rows, std::max(1, k.instance->occupancy(k.q_tile_rows))};
 }
 
 AttentionKernelParams make_kernel_params(const detail::AttentionParams& p) {
@@ -143,12 +170,15 @@ AttentionKernelParams make_kernel_params(const detail::AttentionParams& p) {
   k.rope_rcp_scale = pr.rope_rcp_scale;
   k.rope_rcp_theta = pr.rope_rcp_theta;
   k.alibi_slopes = pr.pos_encoding == PosEncoding::kAlibi ? p.alibi_slopes : nullptr;
+  k.causal = pr.mask_mode == MaskMode::kCausal;
+  k.window_left = pr.window_left;
+  k.custom_mask = pr.mask_mode == MaskMode::kCustom ? p.custom_mask : nullptr;
   return k;
 }
 
 void run_attention(const detail::AttentionParams& p) {
   const detail::AttentionProblem& pr = p.problem;
-  const DecodeInstance& inst = require_decode(pr);
+  const KernelChoice kernel = choose_kernel(pr);
   // Vector loads need 16-byte (8 elements) alignment of every row.
   const auto aligned = [](const TensorView& t, int dims) {
     if (reinterpret_cast<std::uintptr_t>(t.data()) % (8 * t.element_size()) != 0) return false;
@@ -166,7 +196,7 @@ void run_attention(const detail::AttentionParams& p) {
   const AttentionKernelParams k = make_kernel_params(p);
   const cudaStream_t stream = to_cuda_stream(p.stream);
   if (p.max_items > 0) {
-    inst.launch(k, p.q_tile_rows, p.max_items, stream);
+    kernel.instance->launch(k, p.q_tile_rows, p.max_items, stream);
     KVINFER_CUDA_CHECK_LAUNCH();
   }
   launch_merge_partials(k, pr.o_dtype, int(pr.head_dim_vo), p.max_merge_tokens, stream);

@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Peers of ragged prefill on the GPU machine: torch SDPA's flash backend
+(FlashAttention-2) and cuDNN backend on bench_prefill's shapes (16k tokens as
+16x1k, 4x4k, 1x16k; 32 heads; bf16; head_dim 64/128/256; causal and not), timed
+like bench_prefill (CUDA events, cold L2, median of >= 20 runs).
+Usage: peer_prefill.py --json PATH."""
+import argparse
+import json
+import statistics
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+SHAPES = [(16, 1024), (4, 4096), (1, 16384)]
+HEADS = 32
+
+
+def time_ms(fn, runs):
+    flush = torch.empty(512 << 20, dtype=torch.uint8, device="cuda")
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(runs):
+        flush.zero_()  # evicts L2 (50 MB) before every timed run
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        stop.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(stop))
+    return statistics.median(times), min(times)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json", default="")
+    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    rows = []
+    torch.manual_seed(0)
+    configs = [(d, causal, b, l) for d in (128, 64, 256) for causal in (False, True) for b, l in SHAPES]
+    for d, causal, b, l in configs[: 2 if args.quick else None]:
+        q = torch.randn(b, HEADS, l, d, dtype=torch.bfloat16, device="cuda")
+        k = torch.randn(b, HEADS, l, d, dtype=torch.bfloat16, device="cuda")
+        v = torch.randn(b, HEADS, l, d, dtype=torch.bfloat16, device="cuda")
+        pairs = l * (l + 1) / 2 if causal else l * l
+        flops = 4.0 * b * pairs * HEADS * d
+        name = f"{b}x{l} d{d}" + (" causal" if causal else "")
+        for peer, backend in [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)]:
+            try:
+                with sdpa_kernel(backend):
+                    fn = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                    fn()
+                    med, mn = time_ms(fn, max(args.runs, 20))
+                row = {"name": name, "peer": f"torch sdpa {peer}", "median_us": med * 1e3, "min_us": mn * 1e3,
+                       "TFLOPs": flops / (med * 1e9)}
+            except Exception as e:  # a backend that does not take this shape
+                row = {"name": name, "peer": f"torch sdpa {peer}", "error": str(e).splitlines()[0][:200]}
+            rows.append(row)
+            print(json.dumps(row))
+        del q, k, v
+        torch.cuda.empty_cache()
+    out = {"bench": "peer_prefill", "device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,552 @@
+// SPDX-License-Identifier: Apache-2.0
+// Prefill attention on tensor cores (mma.sync m16n8k16, ldmatrix, cp.async; sm_80
+// and later). One work item per CTA: a tile of packed query rows (the query rows of
+// a KV head's group, token-major) against a KV chunk, in key tiles of 64. Four warps
+// each own 16 * kMmaM rows; S = Q K^T and O += P V accumulate in fp32 registers,
+// P is reused from the S accumulators as the A operand. Q, K and V tiles sit in
+// shared memory with 16-byte chunks XOR-swizzled by row so that ldmatrix is free of
+// bank conflicts. fp8 KV lands in a staging buffer and is converted (exactly) to
+// the query's type; RoPE rotates Q once and each K tile in shared memory. Per-element
+// masking runs only on tiles the mask classifies as partial. Included only by the
+// instance files.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+
+#include "core/mask_policy.hpp"
+#include "cuda/attention/attention_kernel_params.cuh"
+#include "cuda/attention/key_access.cuh"
+#include "cuda/attention/math.cuh"
+#include "cuda/check.cuh"
+#include "cuda/common/convert.cuh"
+#include "cuda/common/mma.cuh"
+#include "cuda/common/ptx.cuh"
+
+namespace kvinfer::cuda {
+
+// A CTA of kWarps warps, each owning 16 * kMmaM query rows of the tile.
+template <int DQK, int DVO, int kWarps, int kMmaM>
+struct PrefillShape {
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kRowsPerWarp = 16 * kMmaM;
+  static constexpr int kTileRows = kWarps * kRowsPerWarp;
+  static constexpr int kKeys = 64;             // keys per tile
+  static constexpr int kQkSteps = DQK / 16;    // k-steps of S = Q K^T
+  static constexpr int kKeyFrags = kKeys / 8;  // n8 fragments of S
+  static constexpr int kVoFrags = DVO / 8;     // n8 fragments of O
+  static_assert(DQK % 64 == 0 && DVO % 64 == 0, "head dims are multiples of 64 (whole swizzle groups)");
+};
+
+// Byte offsets of the shared-memory regions. 16-bit KV is double-buffered in the
+// swizzled compute tiles; fp8 KV is double-buffered in raw staging tiles and
+// converted into single compute tiles.
+template <class TKV, int DQK, int DVO, int kWarps, int kMmaM>
+struct PrefillSmem {
+  using S = PrefillShape<DQK, DVO, kWarps, kMmaM>;
+  static constexpr bool kStaged = sizeof(TKV) == 1;
+  static constexpr int kComputeStages = kStaged ? 1 : 2;
+  static constexpr int k_stage = S::kKeys * DQK * 2;  // bytes of one compute K tile
+  static constexpr int v_stage = S::kKeys * DVO * 2;
+  static constexpr int raw_stage = kStaged ? S::kKeys * (DQK + DVO) : 0;  // K then V, fp8
+  static constexpr int q = 0;
+  static constexpr int k = q + S::kTileRows * DQK * 2;
+  static constexpr int v = k + kComputeStages * k_stage;
+  static constexpr int raw = v + kComputeStages * v_stage;
+  static constexpr int freq = raw + 2 * raw_stage;  // RoPE inverse frequencies
+  static constexpr int bytes = freq + DQK / 2 * int(sizeof(float));
+};
+
+// The 16-byte chunk `chunk` of row `row` of a tile with D 16-bit elements per row:
+// chunks are XOR-swizzled within groups of 8 so that the 8 rows an ldmatrix phase
+// reads at one logical chunk fall in 8 distinct bank groups.
+template <int D>
+__device__ __forceinline__ int swizzled_chunk(int row, int chunk) {
+  return row * (D / 8) + (chunk ^ (row & 7));
+}
+
+// A lane's ldmatrix addresses in a swizzled tile of D 16-bit elements per row. The
+// lane reads rows lane_row + R (R a multiple of 8, so row & 7 is the lane's) at
+// chunks c + b (c even, b the lane's 0/1): the swizzled byte offset of chunk c + b
+// is (16 c) ^ u with u = 16 ((row & 7) ^ b), one XOR with an immediate per access.
+template <int D>
+struct SwizzledLane {
+  unsigned base;  // shared address of the lane's row
+  unsigned u;
+  __device__ __forceinline__ SwizzledLane(const unsigned char* tile, int lane_row, int b)
+      : base(static_cast<unsigned>(__cvta_generic_to_shared(tile)) + unsigned(lane_row * D * 2)),
+        u(unsigned(16 * ((lane_row & 7) ^ b))) {}
+  __device__ __forceinline__ unsigned at(int rows, int c) const { return base + unsigned(rows * D * 2) + (unsigned(16 * c) ^ u); }
+};
+
+// Copies kRows rows of D 16-bit elements into a swizzled tile; rows >= valid are zeros.
+template <int kThreads, int kRows, int D, class RowPtr>
+__device__ __forceinline__ void load_tile16(unsigned char* tile, const RowPtr& row_ptr, int valid) {
+  constexpr int kChunks = D / 8;
+  static_assert(kRows * kChunks % kThreads == 0);
+#pragma unroll
+  for (int it = 0; it < kRows * kChunks / kThreads; ++it) {
+    const int idx = it * kThreads + int(threadIdx.x);
+    const int row = idx / kChunks, c = idx % kChunks;
+    const bool ok = row < valid;
+    const char* src = row_ptr(ok ? row : 0) + c * 16;
+    ptx::cp_async_16_or_zero(tile + swizzled_chunk<D>(row, c) * 16, src, ok);
+  }
+}
+
+// Issues the copies of one KV tile: key rows [key0, key0 + kKeys) of K and V (rows
+// >= valid zero-filled, so that masked keys never multiply garbage: 0 * NaN would
+// poison O). 16-bit KV goes to the swizzled compute tiles in 16-byte chunks; fp8 to
+// the raw staging tile (K rows of DQK bytes, then V rows of DVO bytes) in 8-byte
+// chunks, the alignment fp8 rows are guaranteed. When K and V rows have the same
+// size, one page-table lookup serves both.
+template <class TKV, int kThreads, int kKeys, int DQK, int DVO>
+__device__ __forceinline__ void load_kv_tile(unsigned char* k_dst, unsigned char* v_dst, const KeyLocator& locate,
+                                             const KeyRow& k_row, const KeyRow& v_row, int key0, int valid) {
+  constexpr bool kRaw = sizeof(TKV) == 1;
+  constexpr int kUnitBytes = kRaw ? 8 : 16;  // 8 elements either way
+  const auto copy = [](unsigned char* dst, const char* src, bool ok) {
+    if constexpr (kRaw) {
+      ptx::cp_async_8_or_zero(dst, src, ok);
+    } else {
+      ptx::cp_async_16_or_zero(dst, src, ok);
+    }
+  };
+  // A thread copies unit c of rows row0 + it * step: when step is a multiple of 8
+  // its swizzled unit is the same in every row, so destinations are one base plus
+  // immediates (nothing for the compiler to keep per row).
+  const auto copy_rows = [&](auto d, unsigned char* tile, const KeyRow& key_row, auto paged, auto also_v) {
+    constexpr int D = decltype(d)::value, kUnits = D / 8;
+    static_assert(kKeys * kUnits % kThreads == 0);
+    constexpr bool kFixedUnit = kThreads % kUnits == 0 && (kThreads / kUnits) % 8 == 0;
+#pragma unroll
+    for (int it = 0; it < kKeys * kUnits / kThreads; ++it) {
+      const int idx = it * kThreads + int(threadIdx.x);
+      const int row = idx / kUnits, c = idx % kUnits;
+      const bool ok = row < valid;
+      const int key = key0 + (ok ? row : 0);
+      const KeySlot at = decltype(paged)::value ? locate(key) : KeySlot{0, key};
+      const int unit = kFixedUnit ? swizzled_chunk<D>(int(threadIdx.x) / kUnits, c) + it * (kThreads / kUnits) * kUnits
+                                  : swizzled_chunk<D>(row, c);
+      const auto dst = [&](unsigned char* t) { return kRaw ? t + row * D + c * 8 : t + unit * 16; };
+      copy(dst(tile), key_row(at) + c * kUnitBytes, ok);
+      if constexpr (decltype(also_v)::value) copy(dst(v_dst), v_row(at) + c * kUnitBytes, ok);
+    }
+  };
+  const auto copy_kv = [&](auto paged) {
+    if constexpr (DQK == DVO) {
+      copy_rows(std::integral_constant<int, DQK>{}, k_dst, k_row, paged, std::true_type{});
+    } else {
+      copy_rows(std::integral_constant<int, DQK>{}, k_dst, k_row, paged, std::false_type{});
+      copy_rows(std::integral_constant<int, DVO>{}, v_dst, v_row, paged, std::false_type{});
+    }
+  };
+  if (locate.pages != nullptr) {
+    copy_kv(std::true_type{});
+  } else {
+    copy_kv(std::false_type{});
+  }
+}
+
+// 8 elements of a 16-byte chunk as float, and back.
+template <class T>
+__device__ __forceinline__ void chunk_to_float(const uint4& raw, float (&f)[8]) {
+  const auto* h = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) f[i] = to_float(h[i]);
+}
+template <class T>
+__device__ __forceinline__ uint4 float_to_chunk(const float (&f)[8]) {
+  uint4 raw;
+  auto* w = reinterpret_cast<std::uint32_t*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) w[i] = mma::pack2<T>(f[2 * i], f[2 * i + 1]);
+  return raw;
+}
+// 8 fp8 elements (8 bytes) as float (exact).
+template <class TKV>
+__device__ __forceinline__ void fp8_to_float(const uint2& raw, float (&f)[8]) {
+  Vec8<TKV> v;
+  v.raw = raw;
+  v.to_float(f);
+}
+
+// Rotate-half RoPE of one 8-element chunk pair: x holds dims [8c, 8c + 8), y the
+// dims D/2 further; freq[d] is the inverse frequency of dim d < D/2.
+__device__ __forceinline__ void rope_pair(float (&x)[8], float (&y)[8], const float* freq, int c, float pos) {
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    float s, co;
+    sincosf(pos * freq[8 * c + i], &s, &co);
+    const float x0 = x[i], y0 = y[i];
+    x[i] = x0 * co - y0 * s;
+    y[i] = y0 * co + x0 * s;
+  }
+}
+
+// Makes a 16-bit compute tile of kRows rows ready in place: converts it from the fp8
+// staging tile (raw != null) and/or rotates it by RoPE (freq != null) at position
+// pos(row). Each thread owns whole chunk pairs, so no barrier is needed inside.
+template <class T, class TKV, int kThreads, int kRows, int D, class Pos>
+__device__ __forceinline__ void prepare_tile(unsigned char* tile, const unsigned char* raw, const float* freq, const Pos& pos) {
+  constexpr int kHalf = D / 16;  // chunk pairs per row
+  for (int idx = int(threadIdx.x); idx < kRows * kHalf; idx += kThreads) {
+    const int row = idx / kHalf, c = idx % kHalf;
+    float x[8], y[8];
+    uint4* px = reinterpret_cast<uint4*>(tile) + swizzled_chunk<D>(row, c);
+    uint4* py = reinterpret_cast<uint4*>(tile) + swizzled_chunk<D>(row, c + kHalf);
+    if constexpr (sizeof(TKV) == 1) {
+      const auto* r = reinterpret_cast<const uint2*>(raw + row * D);
+      fp8_to_float<TKV>(r[c], x);
+      fp8_to_float<TKV>(r[c + kHalf], y);
+    } else {
+      chunk_to_float<T>(*px, x);
+      chunk_to_float<T>(*py, y);
+    }
+    if (freq != nullptr) rope_pair(x, y, freq, c, pos(row));
+    *px = float_to_chunk<T>(x);
+    *py = float_to_chunk<T>(y);
+  }
+}
+
+// Resident CTAs asked of the register allocator: 2 CTAs of 128 threads may use 255
+// registers per thread, and so may one of 256 threads; narrow tiles (4 warps of 16
+// rows) of head_dim <= 128 fit 3.
+template <int DVO, int kWarps, int kMmaM>
+inline constexpr int kPrefillMinBlocks = kWarps == 8 ? 1 : (kMmaM == 2 || DVO > 128 ? 2 : 3);
+
+// kGeneral adds the custom mask, ALiBi and the soft cap to the logits; without it
+// (the common case) those registers are free for the accumulators.
+template <class TQ, class TKV, class TO, int DQK, int DVO, int kWarps, int kMmaM, bool kGeneral>
+__global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kMmaM>)
+    prefill_kernel(const __grid_constant__ AttentionKernelParams p) {
+  using S = PrefillShape<DQK, DVO, kWarps, kMmaM>;
+  using L = PrefillSmem<TKV, DQK, DVO, kWarps, kMmaM>;
+  using T = TQ;  // the mma operand type; KV is converted to it
+  constexpr int kThreads = S::kThreads, kKeys = S::kKeys, kRowsPerWarp = S::kRowsPerWarp;
+  extern __shared__ __align__(128) unsigned char smem[];
+  if (int(blockIdx.x) >= p.counts[0]) return;  // grid sized for the capacity
+  const detail::WorkItem item = p.items[blockIdx.x];
+  const detail::RequestInfo r = p.requests[item.request];
+  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+  const int rows = item.row_end - item.row_begin;
+  const int group = p.group_size;
+
+  detail::RequestMask mask;
+  mask.causal = p.causal;
+  mask.window_left = p.window_left;
+  mask.custom = kGeneral && p.custom_mask ? p.custom_mask + r.mask_offset : nullptr;
+  mask.qo_len = r.qo_len;
+  mask.kv_len = r.kv_len;
+
+  // Keys any row of the tile can see within the item's chunk, in tiles of kKeys.
+  const int tok_lo = item.row_begin / group, tok_hi = (item.row_end - 1) / group;
+  const int key_begin = max(item.kv_begin, mask.first_key(tok_lo));
+  const int key_end = min(item.kv_end, mask.last_key(tok_hi));
+  const int num_tiles = key_end > key_begin ? (key_end - key_begin + kKeys - 1) / kKeys : 0;
+
+  unsigned char* sq = smem + L::q;
+  float* freq = reinterpret_cast<float*>(smem + L::freq);
+
+  // Q rows: packed row -> (token, head).
+  const auto q_row = [&](int i) {
+    const int packed = item.row_begin + i;
+    const std::int64_t tok = packed / group, head = item.kv_head * group + packed % group;
+    return static_cast<const char*>(p.q) + ((r.qo_begin + tok) * p.q_stride_n + head * p.q_stride_h) * 2;
+  };
+  load_tile16<kThreads, S::kTileRows, DQK>(sq, q_row, rows);
+
+  const std::int64_t elem = sizeof(TKV);
+  const KeyLocator locate{p.kv_indices ? p.kv_indices + r.kv_begin : nullptr, p.page_size};
+  const std::int64_t ragged_offset = p.kv_indices ? 0 : std::int64_t(r.kv_begin);
+  const KeyRow k_row{static_cast<const char*>(p.k) + (item.kv_head * p.k_stride_head + ragged_offset * p.k_stride_token) * elem,
+                     p.k_stride_page * elem, p.k_stride_token * elem};
+  const KeyRow v_row{static_cast<const char*>(p.v) + (item.kv_head * p.v_stride_head + ragged_offset * p.v_stride_token) * elem,
+                     p.v_stride_page * elem, p.v_stride_token * elem};
+  // Tile t lands in stage t % 2 (compute tiles for 16-bit KV, staging tiles for fp8).
+  const auto load_kv = [&](int t) {
+    const int key0 = key_begin + t * kKeys, stage = t & 1;
+    if constexpr (L::kStaged) {
+      unsigned char* raw = smem + L::raw + stage * L::raw_stage;
+      load_kv_tile<TKV, kThreads, kKeys, DQK, DVO>(raw, raw + kKeys * DQK, locate, k_row, v_row, key0, key_end - key0);
+    } else {
+      load_kv_tile<TKV, kThreads, kKeys, DQK, DVO>(smem + L::k + stage * L::k_stage, smem + L::v + stage * L::v_stage,
+                                                   locate, k_row, v_row, key0, key_end - key0);
+    }
+  };
+  if (num_tiles > 0) load_kv(0);
+  ptx::cp_async_commit();
+
+  const bool rope = p.rope;
+  if (rope) {
+    for (int d = int(threadIdx.x); d < DQK / 2; d += kThreads) {
+      freq[d] = p.rope_rcp_scale * powf(p.rope_rcp_theta, float(2 * d) / float(DQK));
+    }
+  }
+
+  // This thread's rows: fragment row g (h = 0) and g + 8 (h = 1) of each m16 tile.
+  int tok[kMmaM][2];
+  float slope[kMmaM][2];
+#pragma unroll
+  for (int m = 0; m < kMmaM; ++m) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int i = min(warp * kRowsPerWarp + m * 16 + lane / 4 + 8 * h, rows - 1);
+      const int packed = item.row_begin + i;
+      tok[m][h] = packed / group;
+      slope[m][h] = kGeneral && p.alibi_slopes ? __ldg(p.alibi_slopes + item.kv_head * group + packed % group) : 0.0f;
+    }
+  }
+  const bool fast_logits = !kGeneral || (p.alibi_slopes == nullptr && p.logits_soft_cap <= 0.0f);
+
+  // ldmatrix lanes: Q as the A operand (rows lane % 16, k-chunk + lane / 16), K as the
+  // B operand of S (keys lane % 8 + 8 (lane / 16), k-chunk + (lane / 8) % 2), V as the
+  // transposed B operand of O (keys lane % 8 + 8 ((lane / 8) % 2), d-chunk + lane / 16).
+  const SwizzledLane<DQK> q_lane(sq, warp * kRowsPerWarp + lane % 16, lane / 16);
+  const SwizzledLane<DQK> k_lane(smem + L::k, lane % 8 + (lane / 16) * 8, (lane / 8) % 2);
+  const SwizzledLane<DVO> v_lane(smem + L::v, lane % 8 + ((lane / 8) % 2) * 8, lane / 16);
+
+  float o[kMmaM][S::kVoFrags][4];
+  float row_max[kMmaM][2], row_sum[kMmaM][2];
+#pragma unroll
+  for (int m = 0; m < kMmaM; ++m) {
+#pragma unroll
+    for (int c = 0; c < S::kVoFrags; ++c) o[m][c][0] = o[m][c][1] = o[m][c][2] = o[m][c][3] = 0.0f;
+    row_max[m][0] = row_max[m][1] = -INFINITY;
+    row_sum[m][0] = row_sum[m][1] = 0.0f;
+  }
+
+  for (int t = 0; t < num_tiles; ++t) {
+    const int key0 = key_begin + t * kKeys;
+    const int nk = min(kKeys, key_end - key0);
+    const int stage = t & 1;
+    // The next tile streams in while this one is computed (its stage was released by
+    // the barrier that ended the previous iteration).
+    if (t + 1 < num_tiles) load_kv(t + 1);
+    ptx::cp_async_commit();
+    ptx::cp_async_wait_group<1>();
+    __syncthreads();
+    if (L::kStaged || rope) {
+      if (t == 0 && rope) {
+        prepare_tile<T, T, kThreads, S::kTileRows, DQK>(sq, nullptr, freq, [&](int i) {
+          const int packed = item.row_begin + min(i, rows - 1);
+          return float(mask.diagonal(packed / group));
+        });
+      }
+      const unsigned char* raw = smem + L::raw + stage * L::raw_stage;
+      unsigned char* k_tile = smem + L::k + (L::kStaged ? 0 : stage * L::k_stage);
+      prepare_tile<T, TKV, kThreads, kKeys, DQK>(k_tile, raw, rope ? freq : nullptr, [&](int i) { return float(key0 + i); });
+      if constexpr (L::kStaged) {
+        prepare_tile<T, TKV, kThreads, kKeys, DVO>(smem + L::v, raw + kKeys * DQK, nullptr, [](int) { return 0.0f; });
+      }
+      __syncthreads();
+    }
+    const unsigned k_off = L::kStaged ? 0u : unsigned(stage * L::k_stage);
+    const unsigned v_off = L::kStaged ? 0u : unsigned(stage * L::v_stage);
+
+    // S = Q K^T for this warp's rows.
+    float s[kMmaM][S::kKeyFrags][4];
+#pragma unroll
+    for (int m = 0; m < kMmaM; ++m)
+#pragma unroll
+      for (int n = 0; n < S::kKeyFrags; ++n) s[m][n][0] = s[m][n][1] = s[m][n][2] = s[m][n][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < S::kQkSteps; ++kk) {
+      std::uint32_t a[kMmaM][4];
+#pragma unroll
+      for (int m = 0; m < kMmaM; ++m) mma::ldmatrix_x4(a[m], q_lane.at(m * 16, 2 * kk));
+#pragma unroll
+      for (int np = 0; np < kKeys / 16; ++np) {
+        std::uint32_t b[4];
+        mma::ldmatrix_x4(b, k_lane.at(16 * np, 2 * kk) + k_off);
+#pragma unroll
+        for (int m = 0; m < kMmaM; ++m) {
+          mma::m16n8k16<T>(s[m][2 * np], a[m], b[0], b[1]);
+          mma::m16n8k16<T>(s[m][2 * np + 1], a[m], b[2], b[3]);
+        }
+      }
+    }
+
+    // Logits in base 2, masked where the tile needs it.
+    const bool masked = nk < kKeys || mask.classify(tok_lo, tok_hi + 1, key0, key0 + kKeys) != detail::TileClass::kFull;
+#pragma unroll
+    for (int m = 0; m < kMmaM; ++m) {
+      // The row's visible keys of this tile (before the custom mask) as columns [lo, hi).
+      int lo[2], hi[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        lo[h] = mask.first_key(tok[m][h]) - key0;
+        hi[h] = min(mask.last_key(tok[m][h]), key_end) - key0;
+      }
+#pragma unroll
+      for (int n = 0; n < S::kKeyFrags; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int h = e / 2, col = 8 * n + 2 * (lane % 4) + e % 2;
+          float x = s[m][n][e];
+          if (fast_logits) {
+            x *= p.sm_scale_log2;
+          } else {
+            x *= p.sm_scale;
+            if (p.alibi_slopes) x += slope[m][h] * float(key0 + col - mask.diagonal(tok[m][h]));
+            if (p.logits_soft_cap > 0.0f) x = p.logits_soft_cap * tanhf(x / p.logits_soft_cap);
+            x *= kLog2e;
+          }
+          if (masked && (col < lo[h] || col >= hi[h] || (kGeneral && mask.custom && !mask.custom_bit(tok[m][h], key0 + col)))) {
+            x = -INFINITY;
+          }
+          s[m][n][e] = x;
+        }
+      }
+    }
+
+    // Online softmax: a row lives in the 4 lanes of a quad.
+#pragma unroll
+    for (int m = 0; m < kMmaM; ++m) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int n = 0; n < S::kKeyFrags; ++n) mx = fmaxf(mx, fmaxf(s[m][n][2 * h], s[m][n][2 * h + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(row_max[m][h], mx);
+        const float m_use = m_new == -INFINITY ? 0.0f : m_new;  // all masked so far: keep zeros, no NaN
+        const float rescale = exp2_approx(row_max[m][h] - m_use);
+        row_max[m][h] = m_new;
+        float sum = 0.0f;
+#pragma unroll
+        for (int n = 0; n < S::kKeyFrags; ++n) {
+          s[m][n][2 * h] = exp2_approx(s[m][n][2 * h] - m_use);
+          s[m][n][2 * h + 1] = exp2_approx(s[m][n][2 * h + 1] - m_use);
+          sum += s[m][n][2 * h] + s[m][n][2 * h + 1];
+        }
+        row_sum[m][h] = row_sum[m][h] * rescale + sum;
+#pragma unroll
+        for (int c = 0; c < S::kVoFrags; ++c) {
+          o[m][c][2 * h] *= rescale;
+          o[m][c][2 * h + 1] *= rescale;
+        }
+      }
+    }
+
+    // O += P V, P taken from the S accumulators as A fragments.
+#pragma unroll
+    for (int j = 0; j < kKeys / 16; ++j) {
+      std::uint32_t pa[kMmaM][4];
+#pragma unroll
+      for (int m = 0; m < kMmaM; ++m) {
+        pa[m][0] = mma::pack2<T>(s[m][2 * j][0], s[m][2 * j][1]);
+        pa[m][1] = mma::pack2<T>(s[m][2 * j][2], s[m][2 * j][3]);
+        pa[m][2] = mma::pack2<T>(s[m][2 * j + 1][0], s[m][2 * j + 1][1]);
+        pa[m][3] = mma::pack2<T>(s[m][2 * j + 1][2], s[m][2 * j + 1][3]);
+      }
+#pragma unroll
+      for (int c = 0; c < S::kVoFrags; c += 2) {
+        std::uint32_t b[4];
+        mma::ldmatrix_x4_trans(b, v_lane.at(16 * j, c) + v_off);
+#pragma unroll
+        for (int m = 0; m < kMmaM; ++m) {
+          mma::m16n8k16<T>(o[m][c], pa[m], b[0], b[1]);
+          mma::m16n8k16<T>(o[m][c + 1], pa[m], b[2], b[3]);
+        }
+      }
+    }
+    __syncthreads();  // every warp is done with this stage before it is refilled
+  }
+
+  // Epilogue: normalise and write O (or the partial state of a split chunk) and LSE.
+  const bool split = r.num_chunks > 1;
+#pragma unroll
+  for (int m = 0; m < kMmaM; ++m) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float sum = row_sum[m][h];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const int i = warp * kRowsPerWarp + m * 16 + lane / 4 + 8 * h;
+      if (i >= rows) continue;
+      const int packed = item.row_begin + i;
+      const std::int64_t tk = packed / group, head = item.kv_head * group + packed % group;
+      const float norm = sum > 0.0f ? p.v_scale / sum : 0.0f;
+      const float lse = sum > 0.0f ? row_max[m][h] + __log2f(sum) : -INFINITY;
+      if (split) {
+        const std::int64_t prow = r.partial_begin + std::int64_t(item.chunk) * r.qo_len + tk;
+        float* po = p.partial_o + (prow * p.num_qo_heads + head) * DVO + 2 * (lane % 4);
+#pragma unroll
+        for (int c = 0; c < S::kVoFrags; ++c) {
+          *reinterpret_cast<float2*>(po + 8 * c) = make_float2(o[m][c][2 * h] * norm, o[m][c][2 * h + 1] * norm);
+        }
+        if (lane % 4 == 0) p.partial_lse[prow * p.num_qo_heads + head] = lse;
+      } else {
+        const std::int64_t orow = r.qo_begin + tk;
+        TO* out = static_cast<TO*>(p.o) + orow * p.o_stride_n + head * p.o_stride_h + 2 * (lane % 4);
+#pragma unroll
+        for (int c = 0; c < S::kVoFrags; ++c) {
+          *reinterpret_cast<std::uint32_t*>(out + 8 * c) = mma::pack2<TO>(o[m][c][2 * h] * norm, o[m][c][2 * h + 1] * norm);
+        }
+        if (lane % 4 == 0 && p.lse) p.lse[orow * p.lse_stride_n + head * p.lse_stride_h] = lse;
+      }
+    }
+  }
+}
+
+template <class TQ, class TKV, class TO, int DQK, int DVO, int kWarps, int kMmaM, bool kGeneral>
+struct PrefillKernel {
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kSmem = PrefillSmem<TKV, DQK, DVO, kWarps, kMmaM>::bytes;
+  static constexpr auto kernel = prefill_kernel<TQ, TKV, TO, DQK, DVO, kWarps, kMmaM, kGeneral>;
+  // Dynamic shared memory above 48 KiB must be allowed per kernel (per device).
+  static void prepare() {
+    KVINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  }
+};
+
+// The kernel configurations. The wide tile (128 rows) halves the K/V traffic per
+// query row: 4 warps of 32 rows where the accumulators fit (head_dim_vo <= 128),
+// else 8 warps of 16 rows. The narrow tile (64 rows: 4 warps of 16) serves short
+// requests and the general logits.
+template <class TQ, class TKV, class TO, int DQK, int DVO, class F>
+void with_prefill_kernel(int q_tile_rows, bool general, F&& f) {
+  if (general) {
+    f(PrefillKernel<TQ, TKV, TO, DQK, DVO, 4, 1, true>{});
+  } else if (q_tile_rows == 128) {
+    if constexpr (DVO <= 128) {
+      return f(PrefillKernel<TQ, TKV, TO, DQK, DVO, 4, 2, false>{});
+    }
+    f(PrefillKernel<TQ, TKV, TO, DQK, DVO, 8, 1, false>{});
+  } else {
+    f(PrefillKernel<TQ, TKV, TO, DQK, DVO, 4, 1, false>{});
+  }
+}
+
+// Launches the prefill kernel for q tiles of q_tile_rows (64 or 128) packed rows.
+template <class TQ, class TKV, class TO, int DQK, int DVO>
+void launch_prefill(const AttentionKernelParams& p, int q_tile_rows, std::int64_t grid, cudaStream_t stream) {
+  const bool general = p.custom_mask != nullptr || p.alibi_slopes != nullptr || p.logits_soft_cap > 0.0f;
+  with_prefill_kernel<TQ, TKV, TO, DQK, DVO>(q_tile_rows, general, [&](auto k) {
+    using K = decltype(k);
+    static const bool prepared = (K::prepare(), true);
+    (void)prepared;
+    K::kernel<<<dim3(static_cast<unsigned>(grid)), K::kThreads, K::kSmem, stream>>>(p);
+  });
+}
+
+// Resident CTAs per multiprocessor for a q tile (the planner's budget).
+template <class TQ, class TKV, class TO, int DQK, int DVO>
+int prefill_occupancy(int q_tile_rows) {
+  int blocks = 0;
+  with_prefill_kernel<TQ, TKV, TO, DQK, DVO>(q_tile_rows, false, [&](auto k) {
+    using K = decltype(k);
+    K::prepare();
+    KVINFER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, K::kernel, K::kThreads, K::kSmem));
+  });
+  return blocks;
+}
+
+#define KVINFER_INSTANTIATE_PREFILL(TQ, TKV, DQK, DVO)                                                                 \
+  template void launch_prefill<TQ, TKV, TQ, DQK, DVO>(const AttentionKernelParams&, int, std::int64_t, cudaStream_t); \
+  template int prefill_occupancy<TQ, TKV, TQ, DQK, DVO>(int);
+
+}  // namespace kvinfer::cuda

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: Apache-2.0
+// CUDA prefill (the tensor-core kernels) against the float64 oracle over the
+// prefill cases of the attention case list plus a prefill grid: GQA groups 1-8 and
+// 16, head dims 64/128/256 and 192/128, fp8 KV, every mask, page sizes 1/5/16,
+// layouts, strides, window, soft cap, RoPE, ALiBi, split-KV, long requests
+// (qo_len 577, kv_len 16k); custom mask == causal bitwise; determinism.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "gpu_test_util.hpp"
+#include "testing/attention_case.hpp"
+#include "testing/random.hpp"
+
+namespace kvinfer::testing {
+namespace {
+
+std::vector<AttentionCase> prefill_cases() {
+  std::vector<AttentionCase> cases;
+  for (const AttentionCase& c : attention_case_list()) {
+    if (c.wrapper != Wrapper::kDecode) cases.push_back(c);
+  }
+  const DType kv_types[] = {DType::kBF16, DType::kF16, DType::kE4M3, DType::kE5M2};
+  int n = 0;
+  for (int group : {1, 2, 3, 4, 5, 6, 7, 8, 16}) {
+    for (int d : {64, 128, 256}) {
+      AttentionCase c;
+      c.name = "grid" + std::to_string(n);
+      c.wrapper = n % 2 ? Wrapper::kPagedPrefill : Wrapper::kRaggedPrefill;
+      c.num_kv_heads = group == 16 ? 1 : 3 - n % 3;
+      c.num_qo_heads = c.num_kv_heads * group;
+      c.head_dim_qk = c.head_dim_vo = d;
+      const int batch = 1 + n % 4;
+      for (int b = 0; b < batch; ++b) {
+        const int kv = b == 1 ? 0 : (n * 131 + b * 577) % 700 + (b % 3 == 0 ? 1 : 90);
+        c.kv_lens.push_back(kv);
+        c.qo_lens.push_back(n % 3 == 0 ? std::max(0, kv - b) : 1 + (n * 37 + b * 11) % 150);
+      }
+      c.page_size = std::array{1, 5, 16}[n % 3];
+      c.layout = (n / 2) % 2 ? KVLayout::kHND : KVLayout::kNHD;
+      c.combined_cache = n % 3 != 1;
+      c.strided = n % 5 == 0;
+      c.kv_dtype = kv_types[n % 4];
+      c.q_dtype = c.o_dtype = (c.kv_dtype == DType::kF16 || (is_fp8(c.kv_dtype) && n % 3 == 1)) ? DType::kF16 : DType::kBF16;
+      if (is_fp8(c.kv_dtype)) {
+        c.k_scale = 0.5f;
+        c.v_scale = 1.5f;
+      }
+      c.with_lse = n % 4 != 3;
+      c.options.mask_mode = std::array{MaskMode::kCausal, MaskMode::kNone, MaskMode::kCustom}[n % 3];
+      c.packed_mask = n % 2 == 0;
+      if (n % 6 == 2) c.options.window_left = 100;
+      if (n % 7 == 3) c.options.logits_soft_cap = 30.0f;
+      if (n % 9 == 4) c.options.pos_encoding = PosEncoding::kRopeLlama;
+      if (n % 9 == 7) c.options.pos_encoding = PosEncoding::kAlibi;
+      if (n % 4 == 1) c.split.fixed_split_size = 128;
+      c.seed = 700 + n;
+      cases.push_back(c);
+      ++n;
+    }
+  }
+  // DeepSeek-style head dims on ragged KV (qk 192, vo 128).
+  for (MaskMode mode : {MaskMode::kNone, MaskMode::kCausal}) {
+    AttentionCase c;
+    c.name = std::string("qk192_vo128_") + (mode == MaskMode::kCausal ? "causal" : "none");
+    c.wrapper = Wrapper::kRaggedPrefill;
+    c.num_qo_heads = c.num_kv_heads = 4;
+    c.head_dim_qk = 192;
+    c.head_dim_vo = 128;
+    c.q_dtype = c.kv_dtype = c.o_dtype = DType::kBF16;
+    c.qo_lens = {130, 7, 64};
+    c.kv_lens = {130, 300, 64};
+    c.options.mask_mode = mode;
+    c.seed = 31;
+    cases.push_back(c);
+  }
+  // Long requests: qo_len 577 against 16k keys, and a causal 577 x 577; few long
+  // requests with short queries split their KV.
+  {
+    AttentionCase c;
+    c.name = "long_qo577_kv16k";
+    c.wrapper = Wrapper::kPagedPrefill;
+    c.num_qo_heads = 2;
+    c.num_kv_heads = 1;
+    c.head_dim_qk = c.head_dim_vo = 64;
+    c.q_dtype = c.kv_dtype = c.o_dtype = DType::kBF16;
+    c.qo_lens = {577};
+    c.kv_lens = {16384};
+    c.options.mask_mode = MaskMode::kCausal;
+    c.seed = 41;
+    cases.push_back(c);
+    c.name = "long_causal_577";
+    c.wrapper = Wrapper::kRaggedPrefill;
+    c.num_qo_heads = 8;
+    c.num_kv_heads = 2;
+    c.head_dim_qk = c.head_dim_vo = 128;
+    c.qo_lens = {577, 33};
+    c.kv_lens = {577, 1000};
+    c.seed = 42;
+    cases.push_back(c);
+    c.name = "short_q_long_kv_split";
+    c.wrapper = Wrapper::kPagedPrefill;
+    c.qo_lens = {5, 3};
+    c.kv_lens = {12000, 9000};
+    c.seed = 43;
+    cases.push_back(c);
+    c.name = "speculative_verify_causal";
+    c.qo_lens = {4, 4, 4, 4};
+    c.kv_lens = {900, 33, 4000, 4};
+    c.seed = 44;
+    cases.push_back(c);
+    c.name = "fully_masked_rows_causal";
+    c.qo_lens = {40, 9};
+    c.kv_lens = {25, 3};
+    c.seed = 45;
+    cases.push_back(c);
+  }
+  return cases;
+}
+
+class CudaPrefillCase : public ::testing::TestWithParam<AttentionCase> {};
+
+TEST_P(CudaPrefillCase, MatchesOracle) {
+  KVINFER_SKIP_WITHOUT_GPU();
+  const AttentionCase& c = GetParam();
+  const CaseReport r = run_attention_case(c, Device::cuda(0));
+  EXPECT_TRUE(r.ok()) << c.describe() << "\n" << r.summary();
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, CudaPrefillCase, ::testing::ValuesIn(prefill_cases()),
+                         [](const auto& info) { return info.param.name; });
+
+std::vector<std::uint16_t> bits(const Tensor& t) {
+  const Tensor h = t.to(Device::cpu());
+  std::vector<std::uint16_t> b(static_cast<std::size_t>(h.numel()));
+  std::memcpy(b.data(), h.data(), h.nbytes());
+  return b;
+}
+
+// The custom mask of the causal triangle runs the general kernel; it must give
+// bitwise the causal kernel's result (same key tiles, same arithmetic per row).
+TEST(CudaPrefill, CustomMaskOfTheCausalTriangleEqualsCausal) {
+  KVINFER_SKIP_WITHOUT_GPU();
+  Rng rng(12);
+  const std::vector<std::int32_t> qo_indptr{0, 17, 150}, kv_indptr{0, 54, 251};
+  const std::int64_t hq = 4, hk = 4, d = 128;
+  const Device gpu = Device::cuda(0);
+  Tensor q = random_bf16({150, hq, d}, rng).to(gpu), k = random_bf16({251, hk, d}, rng).to(gpu),
+         v = random_bf16({251, hk, d}, rng).to(gpu);
+  std::vector<std::uint8_t> mask;
+  for (int r = 0; r < 2; ++r) {
+    const int qo = qo_indptr[r + 1] - qo_indptr[r], kv = kv_indptr[r + 1] - kv_indptr[r];
+    for (int i = 0; i < qo; ++i)
+      for (int j = 0; j < kv; ++j) mask.push_back(j <= i + kv - qo ? 1 : 0);
+  }
+  Tensor mask_dev = Tensor::empty({std::int64_t(mask.size())}, DType::kBool, gpu);
+  copy(mask_dev, TensorView(mask.data(), DType::kBool, {std::int64_t(mask.size())}));
+  const Tensor qi = int32_tensor(qo_indptr), ki = int32_tensor(kv_indptr);
+  Tensor out_causal = Tensor::empty({150, hq, d}, DType::kBF16, gpu), out_custom = Tensor::empty({150, hq, d}, DType::kBF16, gpu);
+  Tensor lse_causal = Tensor::empty({150, hq}, DType::kF32, gpu), lse_custom = Tensor::empty({150, hq}, DType::kF32, gpu);
+  BatchPrefillWithRaggedKVCache w(gpu);
+  w.plan({.qo_indptr = qi, .kv_indptr = ki, .num_qo_heads = hq, .num_kv_heads = hk, .head_dim_qk = d,
+          .options = {.mask_mode = MaskMode::kCausal}});
+  w.run(q, k, v, out_causal, {.lse = lse_causal});
+  w.plan({.qo_indptr = qi, .kv_indptr = ki, .num_qo_heads = hq, .num_kv_heads = hk, .head_dim_qk = d,
+          .options = {.mask_mode = MaskMode::kCustom}, .custom_mask = mask_dev});
+  w.run(q, k, v, out_custom, {.lse = lse_custom});
+  EXPECT_EQ(bits(out_causal), bits(out_custom));
+  const Tensor a = lse_causal.to(Device::cpu()), b = lse_custom.to(Device::cpu());
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.nbytes()));
+}
+
+// With a fixed split size, GPU prefill repeats bitwise and agrees with the CPU backend.
+TEST(CudaPrefill, DeterministicAndCloseToCpuWithTheSameChunks) {
+  KVINFER_SKIP_WITHOUT_GPU();
+  AttentionCase c;
+  c.wrapper = Wrapper::kPagedPrefill;
+  c.num_qo_heads = 16;
+  c.num_kv_heads = 4;
+  c.head_dim_qk = c.head_dim_vo = 128;
+  c.q_dtype = c.kv_dtype = c.o_dtype = DType::kBF16;
+  c.qo_lens = {100, 7, 300};
+  c.kv_lens = {3000, 700, 5000};
+  c.options.mask_mode = MaskMode::kCausal;
+  c.split.fixed_split_size = 512;
+  const CaseOutput gpu = run_attention_case_raw(c, Device::cuda(0));
+  const CaseOutput cpu = run_attention_case_raw(c, Device::cpu());
+  ASSERT_EQ(gpu.o.size(), cpu.o.size());
+  for (std::size_t i = 0; i < gpu.o.size(); ++i) ASSERT_NEAR(gpu.o[i], cpu.o[i], 3e-2) << i;
+  const CaseOutput again = run_attention_case_raw(c, Device::cuda(0));
+  EXPECT_EQ(gpu.o, again.o);
+  EXPECT_EQ(gpu.lse, again.lse);
+}
+
+}  // namespace
+}  // namespace kvinfer::testing
