@@ -108,6 +108,8 @@ int main(int argc, char** argv) try {
     shapes.push_back(s);
   };
   variant("group1", [](DecodeShape& s) { s.num_qo_heads = 8; });
+  variant("group2", [](DecodeShape& s) { s.num_qo_heads = 16; });
+  variant("group8", [](DecodeShape& s) { s.num_qo_heads = 64; });
   variant("d64", [](DecodeShape& s) { s.head_dim = 64; });
   variant("d256", [](DecodeShape& s) { s.head_dim = 256; });
   variant("page1", [](DecodeShape& s) { s.page_size = 1; });

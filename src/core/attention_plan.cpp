@@ -6,6 +6,7 @@
 #include <cmath>
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <numeric>
 
 #include "core/check.hpp"
@@ -111,6 +112,10 @@ AttentionProblem AttentionPlan::check_problem(const PlanRequest& req) const {
     require_v(pr.nnz_q <= capacity_->max_qo_tokens, op, "qo_indptr[batch_size]", pr.nnz_q,
               fmt::format("must not exceed the capacity's max_qo_tokens ({})", capacity_->max_qo_tokens));
     require_v(pr.nnz_kv <= capacity_->max_kv, op, "kv_indptr[batch_size]", pr.nnz_kv, fmt::format("must not exceed the capacity's max_kv ({})", capacity_->max_kv));
+    // Kernels are chosen for the capacity's longest request, not this batch's: every
+    // re-plan keeps the kernel, its tile and so the workspace layout and grid.
+    pr.max_qo_len = std::int32_t(std::min<std::int64_t>(req.max_qo_len >= 0 ? req.max_qo_len : capacity_->max_qo_tokens,
+                                                         std::numeric_limits<std::int32_t>::max()));
   }
   return pr;
 }
@@ -132,6 +137,9 @@ Schedule AttentionPlan::make_plan_schedule(const PlanRequest& req, const Attenti
     const cuda::KernelTraits traits = cuda::select_kernel(pr, device_.index);
     in.q_tile_rows = traits.q_tile_rows;
     profile.work_items_per_processor = traits.work_items_per_processor;
+    // A chunk's partial state (rows x head_dim floats, written and merged) should stay
+    // small next to the KV it reads: chunks of at least 8 keys per row of the tile.
+    in.min_chunk_tokens = std::max<std::int64_t>(in.min_chunk_tokens, 8 * std::int64_t(traits.q_tile_rows));
   }
 #endif
   in.fixed_split_size = req.split.fixed_split_size;

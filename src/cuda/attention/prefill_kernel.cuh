@@ -32,7 +32,7 @@ struct PrefillShape {
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kRowsPerWarp = 16 * kMmaM;
   static constexpr int kTileRows = kWarps * kRowsPerWarp;
-  static constexpr int kKeys = 64;             // keys per tile
+  static constexpr int kKeys = kWarps == 1 ? 32 : 64;  // keys per tile
   static constexpr int kQkSteps = DQK / 16;    // k-steps of S = Q K^T
   static constexpr int kKeyFrags = kKeys / 8;  // n8 fragments of S
   static constexpr int kVoFrags = DVO / 8;     // n8 fragments of O
@@ -185,6 +185,19 @@ __device__ __forceinline__ void rope_pair(float (&x)[8], float (&y)[8], const fl
   }
 }
 
+// Reduces N values pairwise (depth log2 N instead of a chain of N dependent
+// operations: the row max and sum are on the critical path of every tile).
+template <int N, class Op>
+__device__ __forceinline__ float tree_reduce(float (&x)[N], Op op) {
+  static_assert((N & (N - 1)) == 0, "a power of two");
+#pragma unroll
+  for (int stride = N / 2; stride >= 1; stride /= 2) {
+#pragma unroll
+    for (int i = 0; i < stride; ++i) x[i] = op(x[i], x[i + stride]);
+  }
+  return x[0];
+}
+
 // Makes a 16-bit compute tile of kRows rows ready in place: converts it from the fp8
 // staging tile (raw != null) and/or rotates it by RoPE (freq != null) at position
 // pos(row). Each thread owns whole chunk pairs, so no barrier is needed inside.
@@ -214,7 +227,7 @@ __device__ __forceinline__ void prepare_tile(unsigned char* tile, const unsigned
 // registers per thread, and so may one of 256 threads; narrow tiles (4 warps of 16
 // rows) of head_dim <= 128 fit 3.
 template <int DVO, int kWarps, int kMmaM>
-inline constexpr int kPrefillMinBlocks = kWarps == 8 ? 1 : (kMmaM == 2 || DVO > 128 ? 2 : 3);
+inline constexpr int kPrefillMinBlocks = kWarps == 1 ? 8 : kWarps == 8 ? 1 : (kMmaM == 2 || DVO > 128 ? 2 : 3);
 
 // kGeneral adds the custom mask, ALiBi and the soft cap to the logits; without it
 // (the common case) those registers are free for the accumulators.
@@ -226,8 +239,11 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
   using T = TQ;  // the mma operand type; KV is converted to it
   constexpr int kThreads = S::kThreads, kKeys = S::kKeys, kRowsPerWarp = S::kRowsPerWarp;
   extern __shared__ __align__(128) unsigned char smem[];
-  if (int(blockIdx.x) >= p.counts[0]) return;  // grid sized for the capacity
-  const detail::WorkItem item = p.items[blockIdx.x];
+  const int num_items = p.counts[0];
+  if (int(blockIdx.x) >= num_items) return;  // grid sized for the capacity
+  // The planner lists a request's row tiles in order, so under a causal mask the
+  // heaviest come last: start from the end so that they do not form the tail.
+  const detail::WorkItem item = p.items[num_items - 1 - int(blockIdx.x)];
   const detail::RequestInfo r = p.requests[item.request];
   const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
   const int rows = item.row_end - item.row_begin;
@@ -299,6 +315,11 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
     }
   }
   const bool fast_logits = !kGeneral || (p.alibi_slopes == nullptr && p.logits_soft_cap <= 0.0f);
+  // Scores stay raw in the fast path and the base-2 scale is folded into the
+  // exponent (one FFMA per element); a negative scale (negative k_scale) would turn
+  // the max into a min, so those scores are scaled first like the general path's.
+  const bool prescale = !fast_logits || p.sm_scale_log2 < 0.0f;
+  const float sc = prescale ? 1.0f : p.sm_scale_log2;
 
   // ldmatrix lanes: Q as the A operand (rows lane % 16, k-chunk + lane / 16), K as the
   // B operand of S (keys lane % 8 + 8 (lane / 16), k-chunk + (lane / 8) % 2), V as the
@@ -386,7 +407,7 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
           const int h = e / 2, col = 8 * n + 2 * (lane % 4) + e % 2;
           float x = s[m][n][e];
           if (fast_logits) {
-            x *= p.sm_scale_log2;
+            if (prescale) x *= p.sm_scale_log2;
           } else {
             x *= p.sm_scale;
             if (p.alibi_slopes) x += slope[m][h] * float(key0 + col - mask.diagonal(tok[m][h]));
@@ -402,33 +423,46 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
     }
 
     // Online softmax: a row lives in the 4 lanes of a quad.
+    float rescale[kMmaM][2];
+    bool changed = false;
 #pragma unroll
     for (int m = 0; m < kMmaM; ++m) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        float mx = -INFINITY;
+        float part[S::kKeyFrags];
 #pragma unroll
-        for (int n = 0; n < S::kKeyFrags; ++n) mx = fmaxf(mx, fmaxf(s[m][n][2 * h], s[m][n][2 * h + 1]));
+        for (int n = 0; n < S::kKeyFrags; ++n) part[n] = fmaxf(s[m][n][2 * h], s[m][n][2 * h + 1]);
+        float mx = tree_reduce(part, [](float x, float y) { return fmaxf(x, y); });
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
         const float m_new = fmaxf(row_max[m][h], mx);
         const float m_use = m_new == -INFINITY ? 0.0f : m_new;  // all masked so far: keep zeros, no NaN
-        const float rescale = exp2_approx(row_max[m][h] - m_use);
+        const float m_scaled = m_use * sc;
+        // Exactly 1 when the maximum did not move (the skipped multiplies rely on it).
+        rescale[m][h] = exp2_approx((row_max[m][h] - m_use) * sc);
+        changed |= m_new != row_max[m][h];
         row_max[m][h] = m_new;
-        float sum = 0.0f;
 #pragma unroll
         for (int n = 0; n < S::kKeyFrags; ++n) {
-          s[m][n][2 * h] = exp2_approx(s[m][n][2 * h] - m_use);
-          s[m][n][2 * h + 1] = exp2_approx(s[m][n][2 * h + 1] - m_use);
-          sum += s[m][n][2 * h] + s[m][n][2 * h + 1];
+          s[m][n][2 * h] = exp2_approx(fmaf(s[m][n][2 * h], sc, -m_scaled));
+          s[m][n][2 * h + 1] = exp2_approx(fmaf(s[m][n][2 * h + 1], sc, -m_scaled));
+          part[n] = s[m][n][2 * h] + s[m][n][2 * h + 1];
         }
-        row_sum[m][h] = row_sum[m][h] * rescale + sum;
+        row_sum[m][h] = row_sum[m][h] * rescale[m][h] + tree_reduce(part, [](float x, float y) { return x + y; });
+      }
+    }
+    // Once the running maxima settle (most tiles of a long row), the rescale is
+    // exactly 1 for the whole warp: skip the multiplies.
+    if (__any_sync(0xffffffffu, changed)) {
+#pragma unroll
+      for (int m = 0; m < kMmaM; ++m)
 #pragma unroll
         for (int c = 0; c < S::kVoFrags; ++c) {
-          o[m][c][2 * h] *= rescale;
-          o[m][c][2 * h + 1] *= rescale;
+          o[m][c][0] *= rescale[m][0];
+          o[m][c][1] *= rescale[m][0];
+          o[m][c][2] *= rescale[m][1];
+          o[m][c][3] *= rescale[m][1];
         }
-      }
     }
 
     // O += P V, P taken from the S accumulators as A fragments.
@@ -470,7 +504,7 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
       const int packed = item.row_begin + i;
       const std::int64_t tk = packed / group, head = item.kv_head * group + packed % group;
       const float norm = sum > 0.0f ? p.v_scale / sum : 0.0f;
-      const float lse = sum > 0.0f ? row_max[m][h] + __log2f(sum) : -INFINITY;
+      const float lse = sum > 0.0f ? row_max[m][h] * sc + __log2f(sum) : -INFINITY;
       if (split) {
         const std::int64_t prow = r.partial_begin + std::int64_t(item.chunk) * r.qo_len + tk;
         float* po = p.partial_o + (prow * p.num_qo_heads + head) * DVO + 2 * (lane % 4);
@@ -506,11 +540,15 @@ struct PrefillKernel {
 // The kernel configurations. The wide tile (128 rows) halves the K/V traffic per
 // query row: 4 warps of 32 rows where the accumulators fit (head_dim_vo <= 128),
 // else 8 warps of 16 rows. The narrow tile (64 rows: 4 warps of 16) serves short
-// requests and the general logits.
+// requests and the general logits. The decode tile (16 rows: one warp, 32-key
+// tiles) holds a GQA group's query rows of one token: many small CTAs per SM keep
+// enough KV in flight for a memory-bound problem.
 template <class TQ, class TKV, class TO, int DQK, int DVO, class F>
 void with_prefill_kernel(int q_tile_rows, bool general, F&& f) {
   if (general) {
     f(PrefillKernel<TQ, TKV, TO, DQK, DVO, 4, 1, true>{});
+  } else if (q_tile_rows == 16) {
+    f(PrefillKernel<TQ, TKV, TO, DQK, DVO, 1, 1, false>{});
   } else if (q_tile_rows == 128) {
     if constexpr (DVO <= 128) {
       return f(PrefillKernel<TQ, TKV, TO, DQK, DVO, 4, 2, false>{});

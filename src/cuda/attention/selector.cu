@@ -84,12 +84,29 @@ int decode_tile_rows(std::int64_t group) {
   return rows;
 }
 
+// Decode on tensor cores: the prefill kernel's one-warp tile of 16 packed rows
+// holds a GQA group's rows of one token. From 2 rows per KV head on, the CUDA-core
+// kernel is bound by issuing its multiply-adds (0.48-0.52 of the read bandwidth at
+// group 4, 0.80 at group 1) while this one streams at 0.8-0.94 (docs/performance.md).
+// head_dim 256 keeps the CUDA-core kernel: 128 accumulators per lane leave the
+// one-warp tile too few registers. The general logits (ALiBi, soft cap) run only on
+// the 64-row tiles, so they stay on the CUDA cores too.
+constexpr int kDecodeTileRows = 16;
+bool tensor_core_decode(const detail::AttentionProblem& pr) {
+  const std::int64_t group = pr.group_size();
+  return group >= 2 && group <= kDecodeTileRows && pr.head_dim_vo <= 128 && pr.pos_encoding != PosEncoding::kAlibi &&
+         pr.logits_soft_cap <= 0.0f;
+}
+
 // 128-row tiles halve the K/V traffic per query row; 64 rows waste less on short requests.
 int prefill_tile_rows(const detail::AttentionProblem& pr) {
   // The general kernel (custom mask, ALiBi, soft cap) has 64-row tiles only.
   const bool general = pr.mask_mode == MaskMode::kCustom || pr.pos_encoding == PosEncoding::kAlibi ||
                        pr.logits_soft_cap > 0.0f;
   if (general) return 64;
+  if (tensor_core_decode(pr) && std::int64_t(pr.max_qo_len) * pr.group_size() <= kDecodeTileRows) {
+    return kDecodeTileRows;  // a few tokens per request (speculative verification): memory-bound like decode
+  }
   return std::int64_t(pr.max_qo_len) * pr.group_size() <= 64 ? 64 : 128;
 }
 
@@ -104,6 +121,9 @@ KernelChoice choose_kernel(const detail::AttentionProblem& pr) {
                 "the CUDA kernels write the output in the query's dtype (" + std::string(dtype_name(pr.q_dtype)) + ")");
   }
   if (is_decode_problem(pr)) {
+    if (tensor_core_decode(pr)) {
+      if (const Instance* inst = find(kPrefillInstances, pr)) return {inst, kDecodeTileRows};
+    }
     if (const Instance* inst = find(kDecodeInstances, pr)) return {inst, decode_tile_rows(pr.group_size())};
   }
   if (const Instance* inst = find(kPrefillInstances, pr)) return {inst, prefill_tile_rows(pr)};
