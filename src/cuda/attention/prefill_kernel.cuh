@@ -68,16 +68,19 @@ __device__ __forceinline__ int swizzled_chunk(int row, int chunk) {
 
 // A lane's ldmatrix addresses in a swizzled tile of D 16-bit elements per row. The
 // lane reads rows lane_row + R (R a multiple of 8, so row & 7 is the lane's) at
-// chunks c + b (c even, b the lane's 0/1): the swizzled byte offset of chunk c + b
-// is (16 c) ^ u with u = 16 ((row & 7) ^ b), one XOR with an immediate per access.
+// chunks c + b (c even, b the lane's 0/1). With the tile 128-byte aligned and rows
+// a multiple of 128 bytes, bits 4-6 of the lane's address hold its swizzle
+// (row & 7) ^ b, so chunk c + b sits at (base ^ 16 (c & 7)) + 16 (c & ~7) + R row
+// bytes: one XOR per distinct c & 7, and the rest folds into ldmatrix's immediate.
 template <int D>
 struct SwizzledLane {
-  unsigned base;  // shared address of the lane's row
-  unsigned u;
+  unsigned base;  // shared address of the lane's row, bits 4-6 = its swizzle
   __device__ __forceinline__ SwizzledLane(const unsigned char* tile, int lane_row, int b)
-      : base(static_cast<unsigned>(__cvta_generic_to_shared(tile)) + unsigned(lane_row * D * 2)),
-        u(unsigned(16 * ((lane_row & 7) ^ b))) {}
-  __device__ __forceinline__ unsigned at(int rows, int c) const { return base + unsigned(rows * D * 2) + (unsigned(16 * c) ^ u); }
+      : base(static_cast<unsigned>(__cvta_generic_to_shared(tile)) + unsigned(lane_row * D * 2) +
+             unsigned(16 * ((lane_row & 7) ^ b))) {}
+  __device__ __forceinline__ unsigned at(int rows, int c, unsigned offset = 0) const {
+    return ((base + offset) ^ unsigned(16 * (c & 7))) + unsigned(16 * (c & ~7) + rows * D * 2);
+  }
 };
 
 // Copies kRows rows of D 16-bit elements into a swizzled tile; rows >= valid are zeros.
@@ -262,6 +265,8 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
   const int key_end = min(item.kv_end, mask.last_key(tok_hi));
   const int num_tiles = key_end > key_begin ? (key_end - key_begin + kKeys - 1) / kKeys : 0;
 
+  // The swizzled addressing (SwizzledLane) needs 128-byte aligned tiles.
+  if ((static_cast<unsigned>(__cvta_generic_to_shared(smem)) & 127u) != 0) __trap();
   unsigned char* sq = smem + L::q;
   float* freq = reinterpret_cast<float*>(smem + L::freq);
 
@@ -380,7 +385,7 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
 #pragma unroll
       for (int np = 0; np < kKeys / 16; ++np) {
         std::uint32_t b[4];
-        mma::ldmatrix_x4(b, k_lane.at(16 * np, 2 * kk) + k_off);
+        mma::ldmatrix_x4(b, k_lane.at(16 * np, 2 * kk, k_off));
 #pragma unroll
         for (int m = 0; m < kMmaM; ++m) {
           mma::m16n8k16<T>(s[m][2 * np], a[m], b[0], b[1]);
@@ -389,36 +394,48 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
       }
     }
 
-    // Logits in base 2, masked where the tile needs it.
-    const bool masked = nk < kKeys || mask.classify(tok_lo, tok_hi + 1, key0, key0 + kKeys) != detail::TileClass::kFull;
+    // Logits, then the mask where the tile needs it. Each pass is one uniform branch
+    // around whole loops, so tiles that skip it issue none of its instructions.
+    if (kGeneral && !fast_logits) {
 #pragma unroll
-    for (int m = 0; m < kMmaM; ++m) {
-      // The row's visible keys of this tile (before the custom mask) as columns [lo, hi).
-      int lo[2], hi[2];
+      for (int m = 0; m < kMmaM; ++m)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        lo[h] = mask.first_key(tok[m][h]) - key0;
-        hi[h] = min(mask.last_key(tok[m][h]), key_end) - key0;
-      }
+        for (int n = 0; n < S::kKeyFrags; ++n)
 #pragma unroll
-      for (int n = 0; n < S::kKeyFrags; ++n) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int h = e / 2, col = 8 * n + 2 * (lane % 4) + e % 2;
-          float x = s[m][n][e];
-          if (fast_logits) {
-            if (prescale) x *= p.sm_scale_log2;
-          } else {
-            x *= p.sm_scale;
+          for (int e = 0; e < 4; ++e) {
+            const int h = e / 2, col = 8 * n + 2 * (lane % 4) + e % 2;
+            float x = s[m][n][e] * p.sm_scale;
             if (p.alibi_slopes) x += slope[m][h] * float(key0 + col - mask.diagonal(tok[m][h]));
             if (p.logits_soft_cap > 0.0f) x = p.logits_soft_cap * tanhf(x / p.logits_soft_cap);
-            x *= kLog2e;
+            s[m][n][e] = x * kLog2e;
           }
-          if (masked && (col < lo[h] || col >= hi[h] || (kGeneral && mask.custom && !mask.custom_bit(tok[m][h], key0 + col)))) {
-            x = -INFINITY;
-          }
-          s[m][n][e] = x;
+    } else if (prescale) {
+#pragma unroll
+      for (int m = 0; m < kMmaM; ++m)
+#pragma unroll
+        for (int n = 0; n < S::kKeyFrags; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) s[m][n][e] *= p.sm_scale_log2;
+    }
+    if (nk < kKeys || mask.classify(tok_lo, tok_hi + 1, key0, key0 + kKeys) != detail::TileClass::kFull) {
+#pragma unroll
+      for (int m = 0; m < kMmaM; ++m) {
+        // The row's visible keys of this tile (before the custom mask) as columns [lo, hi).
+        int lo[2], hi[2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          lo[h] = mask.first_key(tok[m][h]) - key0;
+          hi[h] = min(mask.last_key(tok[m][h]), key_end) - key0;
         }
+#pragma unroll
+        for (int n = 0; n < S::kKeyFrags; ++n)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int h = e / 2, col = 8 * n + 2 * (lane % 4) + e % 2;
+            const bool hidden = col < lo[h] || col >= hi[h] ||
+                                (kGeneral && mask.custom && !mask.custom_bit(tok[m][h], key0 + col));
+            if (hidden) s[m][n][e] = -INFINITY;
+          }
       }
     }
 
@@ -479,7 +496,7 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
 #pragma unroll
       for (int c = 0; c < S::kVoFrags; c += 2) {
         std::uint32_t b[4];
-        mma::ldmatrix_x4_trans(b, v_lane.at(16 * j, c) + v_off);
+        mma::ldmatrix_x4_trans(b, v_lane.at(16 * j, c, v_off));
 #pragma unroll
         for (int m = 0; m < kMmaM; ++m) {
           mma::m16n8k16<T>(o[m][c], pa[m], b[0], b[1]);
