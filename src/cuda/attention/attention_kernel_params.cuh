@@ -34,6 +34,7 @@ struct AttentionKernelParams {
 
   std::int32_t num_qo_heads;
   std::int32_t group_size;
+  FastDivmod group_div;  // packed row -> (token, head in the group)
   float sm_scale;        // k_scale folded in
   float sm_scale_log2;   // sm_scale * log2(e)
   float logits_soft_cap; // 0: off

@@ -272,8 +272,9 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
 
   // Q rows: packed row -> (token, head).
   const auto q_row = [&](int i) {
-    const int packed = item.row_begin + i;
-    const std::int64_t tok = packed / group, head = item.kv_head * group + packed % group;
+    std::uint32_t in_group;
+    const std::int64_t tok = p.group_div.divmod(std::uint32_t(item.row_begin + i), &in_group);
+    const std::int64_t head = item.kv_head * group + in_group;
     return static_cast<const char*>(p.q) + ((r.qo_begin + tok) * p.q_stride_n + head * p.q_stride_h) * 2;
   };
   load_tile16<kThreads, S::kTileRows, DQK>(sq, q_row, rows);
@@ -314,9 +315,9 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int i = min(warp * kRowsPerWarp + m * 16 + lane / 4 + 8 * h, rows - 1);
-      const int packed = item.row_begin + i;
-      tok[m][h] = packed / group;
-      slope[m][h] = kGeneral && p.alibi_slopes ? __ldg(p.alibi_slopes + item.kv_head * group + packed % group) : 0.0f;
+      std::uint32_t in_group;
+      tok[m][h] = int(p.group_div.divmod(std::uint32_t(item.row_begin + i), &in_group));
+      slope[m][h] = kGeneral && p.alibi_slopes ? __ldg(p.alibi_slopes + item.kv_head * group + in_group) : 0.0f;
     }
   }
   const bool fast_logits = !kGeneral || (p.alibi_slopes == nullptr && p.logits_soft_cap <= 0.0f);
@@ -518,8 +519,9 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
       sum += __shfl_xor_sync(0xffffffffu, sum, 2);
       const int i = warp * kRowsPerWarp + m * 16 + lane / 4 + 8 * h;
       if (i >= rows) continue;
-      const int packed = item.row_begin + i;
-      const std::int64_t tk = packed / group, head = item.kv_head * group + packed % group;
+      std::uint32_t in_group;
+      const std::int64_t tk = p.group_div.divmod(std::uint32_t(item.row_begin + i), &in_group);
+      const std::int64_t head = item.kv_head * group + in_group;
       const float norm = sum > 0.0f ? p.v_scale / sum : 0.0f;
       const float lse = sum > 0.0f ? row_max[m][h] * sc + __log2f(sum) : -INFINITY;
       if (split) {

@@ -182,6 +182,7 @@ AttentionKernelParams make_kernel_params(const detail::AttentionParams& p) {
   k.partial_lse = p.partial_lse;
   k.num_qo_heads = std::int32_t(pr.num_qo_heads);
   k.group_size = std::int32_t(pr.group_size());
+  k.group_div = FastDivmod(std::uint32_t(pr.group_size()));
   k.sm_scale = p.sm_scale;
   k.sm_scale_log2 = p.sm_scale * 1.4426950408889634f;
   k.logits_soft_cap = pr.logits_soft_cap;
