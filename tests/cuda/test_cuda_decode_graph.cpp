@@ -18,13 +18,6 @@ constexpr std::int64_t kHq = 32, kHk = 8, kD = 128, kPage = 16, kPages = 1024, k
 
 #define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess)
 
-Tensor random_bf16(Shape shape, Rng& rng) {
-  Tensor t = Tensor::empty(shape, DType::kBF16);
-  std::normal_distribution<float> nd;
-  for (std::int64_t i = 0; i < t.numel(); ++i) t.data_as<std::uint16_t>()[i] = f32_to_bf16(nd(rng));
-  return t;
-}
-
 std::vector<std::uint16_t> host_bits(const TensorView& t) {
   Tensor h = Tensor::empty(t.shape(), t.dtype());
   copy(h, t);
