@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench/common/gpu_json.hpp"
+#include "bench/common/host_tensor.hpp"
 #include "bench/common/report.hpp"
 #include "kvinfer/kvinfer.hpp"
 
@@ -22,12 +23,6 @@ namespace {
 
 constexpr std::int64_t kHq = 32, kHk = 8, kD = 128, kPage = 16;
 constexpr std::int32_t kPrefix = 32768, kSuffix = 256;
-
-Tensor host_i32(const std::vector<std::int32_t>& v) {
-  Tensor t = Tensor::empty({std::int64_t(v.size())}, DType::kI32);
-  std::copy(v.begin(), v.end(), t.data_as<std::int32_t>());
-  return t;
-}
 
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bench/common/gpu_json.hpp"
+#include "bench/common/host_tensor.hpp"
 #include "bench/common/report.hpp"
 #include "kvinfer/kvinfer.hpp"
 
@@ -58,11 +59,6 @@ Setup make_setup(const DecodeShape& s, std::uint64_t seed) {
   std::iota(ids.begin(), ids.end(), 0);
   std::shuffle(ids.begin(), ids.end(), std::mt19937_64(seed));  // a serving pool's order
   const Device gpu = Device::cuda(0);
-  const auto host_i32 = [](const std::vector<std::int32_t>& v) {
-    Tensor t = Tensor::empty({std::int64_t(v.size())}, DType::kI32);
-    std::copy(v.begin(), v.end(), t.data_as<std::int32_t>());
-    return t;
-  };
   st.indptr = host_i32(indptr);
   st.last = host_i32(last);
   st.indices = host_i32(ids).to(gpu);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "bench/common/gpu_json.hpp"
+#include "bench/common/host_tensor.hpp"
 #include "bench/common/report.hpp"
 #include "kvinfer/kvinfer.hpp"
 
@@ -29,12 +30,6 @@ struct PrefillShape {
 };
 
 constexpr std::int64_t kHeads = 32, kPage = 16;
-
-Tensor host_i32(const std::vector<std::int32_t>& v) {
-  Tensor t = Tensor::empty({std::int64_t(v.size())}, DType::kI32);
-  std::copy(v.begin(), v.end(), t.data_as<std::int32_t>());
-  return t;
-}
 
 // Multiply-adds of QK^T and PV over the visible pairs, times 2.
 double flops(const PrefillShape& s) {

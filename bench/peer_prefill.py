@@ -4,40 +4,23 @@
 16x1k, 4x4k, 1x16k; 32 heads; bf16; head_dim 64/128/256; causal and not), timed
 like bench_prefill (CUDA events, cold L2, median of >= 20 runs).
 Usage: peer_prefill.py --json PATH."""
-import argparse
 import json
-import statistics
+import os
+import sys
 
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "common"))
+from peer_timing import finish, parse_args, time_ms  # noqa: E402
+
 SHAPES = [(16, 1024), (4, 4096), (1, 16384)]
 HEADS = 32
 
 
-def time_ms(fn, runs):
-    flush = torch.empty(512 << 20, dtype=torch.uint8, device="cuda")
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(runs):
-        flush.zero_()  # evicts L2 (50 MB) before every timed run
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        stop.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(stop))
-    return statistics.median(times), min(times)
-
-
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--json", default="")
-    ap.add_argument("--runs", type=int, default=20)
-    ap.add_argument("--quick", action="store_true")
-    args = ap.parse_args()
+    args = parse_args()
     rows = []
     torch.manual_seed(0)
     configs = [(d, causal, b, l) for d in (128, 64, 256) for causal in (False, True) for b, l in SHAPES]
@@ -53,7 +36,7 @@ def main():
                 with sdpa_kernel(backend):
                     fn = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
                     fn()
-                    med, mn = time_ms(fn, max(args.runs, 20))
+                    med, mn = time_ms(fn, args.runs)
                 row = {"name": name, "peer": f"torch sdpa {peer}", "median_us": med * 1e3, "min_us": mn * 1e3,
                        "TFLOPs": flops / (med * 1e9)}
             except Exception as e:  # a backend that does not take this shape
@@ -62,10 +45,7 @@ def main():
             print(json.dumps(row))
         del q, k, v
         torch.cuda.empty_cache()
-    out = {"bench": "peer_prefill", "device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": rows}
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
+    finish(args, "peer_prefill", rows)
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "kvinfer/kvinfer.hpp"
+#include "testing/attention_case.hpp"
 
 // Every GPU test starts with this: without a device it is reported as skipped, and
 // scripts/gpu-check.sh counts how many actually ran.
@@ -120,6 +121,19 @@ inline double rel_tol(DType t) {
     default:
       return 1e-5;
   }
+}
+
+// With a fixed split size both backends attend the same chunks: the GPU output is
+// within `atol` of the CPU's, and a second GPU run repeats it bitwise (no atomics, a
+// fixed merge order).
+inline void expect_deterministic_and_close_to_cpu(const AttentionCase& c, double atol) {
+  const CaseOutput gpu = run_attention_case_raw(c, Device::cuda(0));
+  const CaseOutput cpu = run_attention_case_raw(c, Device::cpu());
+  ASSERT_EQ(gpu.o.size(), cpu.o.size());
+  for (std::size_t i = 0; i < gpu.o.size(); ++i) ASSERT_NEAR(gpu.o[i], cpu.o[i], atol) << i;
+  const CaseOutput again = run_attention_case_raw(c, Device::cuda(0));
+  EXPECT_EQ(gpu.o, again.o);
+  EXPECT_EQ(gpu.lse, again.lse);
 }
 
 }  // namespace kvinfer::testing

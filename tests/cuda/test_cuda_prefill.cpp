@@ -183,13 +183,7 @@ TEST(CudaPrefill, DeterministicAndCloseToCpuWithTheSameChunks) {
   c.kv_lens = {3000, 700, 5000};
   c.options.mask_mode = MaskMode::kCausal;
   c.split.fixed_split_size = 512;
-  const CaseOutput gpu = run_attention_case_raw(c, Device::cuda(0));
-  const CaseOutput cpu = run_attention_case_raw(c, Device::cpu());
-  ASSERT_EQ(gpu.o.size(), cpu.o.size());
-  for (std::size_t i = 0; i < gpu.o.size(); ++i) ASSERT_NEAR(gpu.o[i], cpu.o[i], 3e-2) << i;
-  const CaseOutput again = run_attention_case_raw(c, Device::cuda(0));
-  EXPECT_EQ(gpu.o, again.o);
-  EXPECT_EQ(gpu.lse, again.lse);
+  expect_deterministic_and_close_to_cpu(c, 3e-2);  // bf16 rounding of P and O apart
 }
 
 }  // namespace
