@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // Prefill attention on tensor cores (mma.sync m16n8k16, ldmatrix, cp.async; sm_80
-// and later). One work item per CTA: a tile of packed query rows (the query rows of
-// a KV head's group, token-major) against a KV chunk, in key tiles of 64. Four warps
-// each own 16 * kMmaM rows; S = Q K^T and O += P V accumulate in fp32 registers,
-// P is reused from the S accumulators as the A operand. Q, K and V tiles sit in
-// shared memory with 16-byte chunks XOR-swizzled by row so that ldmatrix is free of
-// bank conflicts. fp8 KV lands in a staging buffer and is converted (exactly) to
-// the query's type; RoPE rotates Q once and each K tile in shared memory. Per-element
-// masking runs only on tiles the mask classifies as partial. Included only by the
+// and later), also the tensor-core decode. One work item per CTA: a tile of packed
+// query rows (the query rows of a KV head's group, token-major) against a KV chunk,
+// in key tiles of 64 (32 for the one-warp tile). Each warp owns 16 * kMmaM rows;
+// S = Q K^T and O += P V accumulate in fp32 registers, P is reused from the S
+// accumulators as the A operand. Q, K and V tiles sit in shared memory with 16-byte
+// chunks XOR-swizzled by row so that ldmatrix is free of bank conflicts; the next K/V
+// tile streams in (cp.async) while the current one is computed. fp8 KV lands in a
+// staging buffer and is converted (exactly) to the query's type; RoPE rotates Q once
+// and each K tile in shared memory. Per-element masking runs only on tiles the mask
+// classifies as partial. The kernel is issue-bound (docs/performance.md), so every
+// pass that a tile may not need sits behind a uniform branch. Included only by the
 // instance files.
 #pragma once
 
@@ -227,8 +230,9 @@ __device__ __forceinline__ void prepare_tile(unsigned char* tile, const unsigned
 }
 
 // Resident CTAs asked of the register allocator: 2 CTAs of 128 threads may use 255
-// registers per thread, and so may one of 256 threads; narrow tiles (4 warps of 16
-// rows) of head_dim <= 128 fit 3.
+// registers per thread, and so may one of 256 threads or 8 one-warp CTAs (the decode
+// tile: shared memory then allows 6, each with a KV tile in flight); narrow tiles
+// (4 warps of 16 rows) of head_dim <= 128 fit 3.
 template <int DVO, int kWarps, int kMmaM>
 inline constexpr int kPrefillMinBlocks = kWarps == 1 ? 8 : kWarps == 8 ? 1 : (kMmaM == 2 || DVO > 128 ? 2 : 3);
 
