@@ -97,7 +97,7 @@ __device__ __forceinline__ void load_tile16(unsigned char* tile, const RowPtr& r
     const int row = idx / kChunks, c = idx % kChunks;
     const bool ok = row < valid;
     const char* src = row_ptr(ok ? row : 0) + c * 16;
-    ptx::cp_async_16_or_zero(tile + swizzled_chunk<D>(row, c) * 16, src, ok);
+    ptx::cp_async_or_zero<16>(tile + swizzled_chunk<D>(row, c) * 16, src, ok);
   }
 }
 
@@ -112,13 +112,7 @@ __device__ __forceinline__ void load_kv_tile(unsigned char* k_dst, unsigned char
                                              const KeyRow& k_row, const KeyRow& v_row, int key0, int valid) {
   constexpr bool kRaw = sizeof(TKV) == 1;
   constexpr int kUnitBytes = kRaw ? 8 : 16;  // 8 elements either way
-  const auto copy = [](unsigned char* dst, const char* src, bool ok) {
-    if constexpr (kRaw) {
-      ptx::cp_async_8_or_zero(dst, src, ok);
-    } else {
-      ptx::cp_async_16_or_zero(dst, src, ok);
-    }
-  };
+  const auto copy = [](unsigned char* dst, const char* src, bool ok) { ptx::cp_async_or_zero<kUnitBytes>(dst, src, ok); };
   // A thread copies unit c of rows row0 + it * step: when step is a multiple of 8
   // its swizzled unit is the same in every row, so destinations are one base plus
   // immediates (nothing for the compiler to keep per row).

@@ -84,18 +84,18 @@ __device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
   }
 }
 
-// cp.async.cg.shared.global with a source size: copies 16 bytes when `valid`, else
-// writes 16 zero bytes and reads nothing (tile rows past the end of a sequence).
-__device__ __forceinline__ void cp_async_16_or_zero(void* smem, const void* gmem, bool valid) {
+// cp.async with a source size: copies kBytes when `valid`, else writes kBytes of
+// zeros and reads nothing (tile rows past the end of a sequence). 16 bytes bypass L1
+// (.cg); 8 bytes (fp8 rows are only 8-byte aligned) take .ca, as .cg copies 16 only.
+template <int kBytes>
+__device__ __forceinline__ void cp_async_or_zero(void* smem, const void* gmem, bool valid) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(valid ? 16 : 0) : "memory");
-}
-
-// cp.async.ca.shared.global, 8 bytes, zero-filled when not `valid` (fp8 rows are
-// only 8-byte aligned).
-__device__ __forceinline__ void cp_async_8_or_zero(void* smem, const void* gmem, bool valid) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(s), "l"(gmem), "r"(valid ? 8 : 0) : "memory");
+  if constexpr (kBytes == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(valid ? 16 : 0) : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" ::"r"(s), "l"(gmem), "n"(kBytes), "r"(valid ? kBytes : 0)
+                 : "memory");
+  }
 }
 
 // cp.async.wait_group N: waits until at most N of this thread's committed groups
