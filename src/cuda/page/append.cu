@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "cuda/common/fast_divmod.cuh"
 #include "cuda/common/launch.cuh"
@@ -28,6 +29,7 @@ struct ScatterPart {
   FastDivmod items_per_token;  // heads * chunks_per_row
   FastDivmod chunks_per_row;   // row_bytes / vector width
   std::uint32_t total;         // nnz * items_per_token
+  std::uint32_t blocks;        // blocks of the register kernel for this part
 };
 
 // K and V (or ckv and kpe): two parts in one launch, so that small appends pay one
@@ -41,6 +43,10 @@ struct ScatterParams {
   const std::int32_t* indices;        // [indptr[batch_size]] page ids
   std::uint32_t indptr_len, indices_len;
   FastDivmod page_size;
+  // Register kernel: 128-byte lines of index arrays to prefetch into L2 at the start,
+  // lines [prefetch_end[k-1], prefetch_end[k]) from prefetch_base[k] (launch_scatter).
+  const char* prefetch_base[4];
+  std::uint32_t prefetch_end[4];
 };
 
 // Computes the source of item i (a vector of one row of one token) and starts its
@@ -85,26 +91,142 @@ __device__ __forceinline__ void prefetch_page_table(const ScatterParams& p, int 
   }
 }
 
-// Vectors staged in registers: all kUnroll loads are issued before the first store.
+// The register kernel's prefetch: the first threads of the grid each ask L2 for one
+// line of the index arrays, so that the index chains of most blocks hit L2 rather
+// than queue in HBM behind the data loads of the first wave.
+__device__ __forceinline__ void prefetch_index_arrays(const ScatterParams& p, int threads) {
+  for (std::uint32_t k = blockIdx.x * threads + threadIdx.x; k < p.prefetch_end[3];
+       k += gridDim.x * threads) {
+    int a = 0;
+    while (k >= p.prefetch_end[a]) ++a;
+    ptx::prefetch_l2(p.prefetch_base[a] + 128 * (k - (a == 0 ? 0 : p.prefetch_end[a - 1])));
+  }
+}
+
+// Issue order. ptxas schedules a dependent index load as early as it can, above
+// independent data loads, and then waits there for the index: the data loads would
+// leave only after a full memory latency. Loads of the non-coherent path (ld.global.nc)
+// move freely across any barrier; coherent ones do not cross bar.warp.sync, so the
+// register kernel loads data and indices through these (ld.global, no L1 allocation
+// for the data) and separates its two phases with __syncwarp().
+__device__ __forceinline__ std::int32_t ld_index(const std::int32_t* p) {  // ld.global.s32
+  std::int32_t v;
+  asm volatile("ld.global.s32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+
+template <int kBytes>
+__device__ __forceinline__ typename RawVec<kBytes>::Type ld_data(const void* p) {
+  typename RawVec<kBytes>::Type v;
+  if constexpr (kBytes == 16) {  // ld.global.L1::no_allocate.v4.u32
+    asm volatile("ld.global.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+  } else if constexpr (kBytes == 8) {  // ld.global.L1::no_allocate.v2.u32
+    asm volatile("ld.global.L1::no_allocate.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+  } else if constexpr (kBytes == 4) {  // ld.global.L1::no_allocate.u32
+    asm volatile("ld.global.L1::no_allocate.u32 %0, [%1];" : "=r"(v) : "l"(p));
+  } else if constexpr (kBytes == 2) {  // ld.global.L1::no_allocate.u16
+    asm volatile("ld.global.L1::no_allocate.u16 %0, [%1];" : "=h"(v) : "l"(p));
+  } else {  // ld.global.L1::no_allocate.u8 (into a 16-bit register: PTX has no 8-bit ones)
+    std::uint16_t w;
+    asm volatile("ld.global.L1::no_allocate.u8 %0, [%1];" : "=h"(w) : "l"(p));
+    v = std::uint8_t(w);
+  }
+  return v;
+}
+
+// A copy of x that the compiler cannot see through (mov.u32 in volatile asm): values
+// derived from it are recomputed where used rather than kept in registers across the
+// loads (an index computation is cheaper than the occupancy the registers cost).
+__device__ __forceinline__ std::uint32_t opaque(std::uint32_t x) {
+  asm volatile("mov.u32 %0, %0;" : "+r"(x));
+  return x;
+}
+
+// Byte offset of vector i of a part within its source and within its token's
+// (page, slot) row of the cache; *t receives the token.
+struct VecOffsets {
+  std::int64_t src, dst;
+};
+__device__ __forceinline__ VecOffsets vec_offsets(const ScatterPart& part, std::uint32_t i, std::uint32_t* t,
+                                                  int vec) {
+  std::uint32_t r, c;
+  *t = part.items_per_token.divmod(i, &r);
+  const std::uint32_t h = part.chunks_per_row.divmod(r, &c);
+  return {*t * part.src_token + h * part.src_head + std::int64_t(c) * vec,
+          h * part.dst_head + std::int64_t(c) * vec};
+}
+
+// One tile of kThreads * kUnroll vectors of one part. A warp owns 32 * kUnroll
+// consecutive vectors and lane l the vectors l + 32 j, so each warp-wide access is
+// contiguous and a lane's vectors mostly share a token (a 2 KiB K row of 8 heads x
+// d 128 bf16 is exactly one warp's span at kUnroll 4): the page lookup runs once per
+// token change, not per vector. Phase 1 issues every data load, phase 2 each token's
+// request and position, phase 3 the rest of the chain (request -> its first page ->
+// the page id), then the stores: no load waits for another before all data are in
+// flight, so the data stream during the whole chain. Vectors past the end of the part
+// load the part's last vector and store nothing, so no branch precedes the loads.
+template <int kVec, int kThreads, int kUnroll>
+__device__ __forceinline__ void scatter_tile(const ScatterParams& p, const ScatterPart& part,
+                                             std::uint32_t tile) {
+  using V = typename RawVec<kVec>::Type;
+  const std::uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const std::uint32_t first = tile * (kThreads * kUnroll) + warp * (32 * kUnroll) + lane;
+  const std::uint32_t last = part.total - 1;
+  std::uint32_t t[kUnroll];
+  V data[kUnroll];
+#pragma unroll
+  for (int j = 0; j < kUnroll; ++j) {
+    const VecOffsets o = vec_offsets(part, min(first + 32 * j, last), &t[j], kVec);
+    data[j] = ld_data<kVec>(part.src + o.src);
+  }
+  __syncwarp();
+  std::int32_t b[kUnroll] = {}, pos[kUnroll] = {};
+#pragma unroll
+  for (int j = 0; j < kUnroll; ++j) {
+    if (j == 0 || t[j] != t[j - 1]) {
+      b[j] = ld_index(p.batch_indices + t[j]);
+      pos[j] = ld_index(p.positions + t[j]);
+    }
+  }
+  __syncwarp();
+  std::int32_t first_page[kUnroll] = {};
+#pragma unroll
+  for (int j = 0; j < kUnroll; ++j) {
+    if (j == 0 || t[j] != t[j - 1]) first_page[j] = ld_index(p.indptr + b[j]);
+  }
+  std::int64_t row[kUnroll] = {};  // byte offset of the token's (page, slot)
+#pragma unroll
+  for (int j = 0; j < kUnroll; ++j) {
+    if (j == 0 || t[j] != t[j - 1]) {
+      std::uint32_t slot;
+      const std::uint32_t page_in_request = p.page_size.divmod(std::uint32_t(pos[j]), &slot);
+      const std::int64_t page = ld_index(p.indices + (std::int64_t(first_page[j]) + page_in_request));
+      row[j] = page * part.dst_page + std::int64_t(slot) * part.dst_slot;
+    }
+  }
+  const std::uint32_t again = opaque(first);
+  std::int64_t token_row = row[0];
+#pragma unroll
+  for (int j = 0; j < kUnroll; ++j) {
+    if (j > 0 && t[j] != t[j - 1]) token_row = row[j];
+    const std::uint32_t i = again + 32 * j;
+    std::uint32_t tj;
+    const VecOffsets o = vec_offsets(part, i, &tj, kVec);
+    if (i <= last) store<kVec>(part.dst + token_row + o.dst, data[j]);
+  }
+}
+
+// Blocks [0, part[0].blocks) copy part 0 and the rest part 1: the part is uniform
+// in a block, so its fields are constant-bank operands rather than indexed loads.
 template <int kVec, int kThreads, int kUnroll>
 __global__ void __launch_bounds__(kThreads) paged_scatter_kernel(const __grid_constant__ ScatterParams p) {
-  using V = typename RawVec<kVec>::Type;
-  const std::uint32_t base = blockIdx.x * (kThreads * kUnroll) + threadIdx.x;
-  V data[kUnroll];
-  char* dst[kUnroll];
-#pragma unroll
-  for (int j = 0; j < kUnroll; ++j) {
-    const std::uint32_t i = base + j * kThreads;
-    dst[j] = nullptr;
-    if (i >= p.total) continue;
-    const ItemAddr a = locate_src(p, i, kVec);
-    // The data load does not depend on the page table: it overlaps the index chain.
-    data[j] = load_ro<kVec>(a.src);
-    dst[j] = locate_dst(p, a, kVec);
-  }
-#pragma unroll
-  for (int j = 0; j < kUnroll; ++j) {
-    if (dst[j] != nullptr) store<kVec>(dst[j], data[j]);
+  prefetch_index_arrays(p, kThreads);
+  if (blockIdx.x < p.part[0].blocks) {
+    scatter_tile<kVec, kThreads, kUnroll>(p, p.part[0], blockIdx.x);
+  } else {
+    scatter_tile<kVec, kThreads, kUnroll>(p, p.part[1], blockIdx.x - p.part[0].blocks);
   }
 }
 
@@ -204,36 +326,59 @@ void launch_scatter(std::string_view op, PartDesc* parts, int num_parts, const P
   p.indptr_len = std::uint32_t(table.indptr.size(0));
   p.indices_len = std::uint32_t(table.indices.size(0));
 
+  // The register kernel prefetches index arrays into L2 while together they stay under
+  // 1/64 of the data read: indptr and the token indices, then the page ids, which a
+  // decode step over long requests may hold far more of than it uses.
+  const std::uint64_t nnz = std::uint64_t(parts[0].nnz);
+  const std::pair<const std::int32_t*, std::uint64_t> arrays[4] = {
+      {p.indptr, p.indptr_len}, {p.batch_indices, nnz}, {p.positions, nnz}, {p.indices, p.indices_len}};
+  const std::uint64_t budget = total * std::uint64_t(vec) / 64;
+  std::uint64_t bytes = 0;
+  std::uint32_t lines = 0;
+  for (int a = 0; a < 4; ++a) {
+    const auto begin = reinterpret_cast<std::uintptr_t>(arrays[a].first);
+    bytes += 4 * arrays[a].second;
+    if (bytes <= budget && arrays[a].second > 0) {  // bytes only grow: a prefix of the list
+      lines += std::uint32_t((begin + 4 * arrays[a].second + 127) / 128 - begin / 128);
+    }
+    p.prefetch_base[a] = reinterpret_cast<const char*>(begin / 128 * 128);
+    p.prefetch_end[a] = lines;
+  }
+
   const cudaStream_t s = to_cuda_stream(stream);
-  // Blocks of kThreads threads with kUnroll vectors each.
-  auto launch = [&](auto kernel, int threads, int unroll) {
-    kernel<<<grid_for(std::int64_t(total), threads * unroll), threads, 0, s>>>(p);
+  // The register kernel: blocks of kThreads x kUnroll vectors, each in one part.
+  auto launch_registers = [&](auto kernel, int threads, int unroll) {
+    const std::uint32_t per_block = std::uint32_t(threads * unroll);
+    p.part[0].blocks = (p.part[0].total + per_block - 1) / per_block;
+    p.part[1].blocks = (p.part[1].total + per_block - 1) / per_block;
+    kernel<<<p.part[0].blocks + p.part[1].blocks, threads, 0, s>>>(p);
   };
   if (vec == 16) {
     switch (kernel) {
       case AppendKernel::kRegisters4:
-        launch(paged_scatter_kernel<16, 128, 4>, 128, 4);
+        launch_registers(paged_scatter_kernel<16, 128, 4>, 128, 4);
         break;
       case AppendKernel::kRegisters8:
-        launch(paged_scatter_kernel<16, 128, 8>, 128, 8);
+        launch_registers(paged_scatter_kernel<16, 128, 8>, 128, 8);
         break;
       case AppendKernel::kAsync8Prefetch:
-        launch(paged_scatter_async_kernel<256, 8>, 256, 8);
+        // Flat over both parts; prefetches the page table whatever its size.
+        paged_scatter_async_kernel<256, 8><<<grid_for(std::int64_t(total), 256 * 8), 256, 0, s>>>(p);
         break;
     }
   } else {
     switch (vec) {
       case 8:
-        launch(paged_scatter_kernel<8, 128, 4>, 128, 4);
+        launch_registers(paged_scatter_kernel<8, 128, 4>, 128, 4);
         break;
       case 4:
-        launch(paged_scatter_kernel<4, 128, 4>, 128, 4);
+        launch_registers(paged_scatter_kernel<4, 128, 4>, 128, 4);
         break;
       case 2:
-        launch(paged_scatter_kernel<2, 128, 4>, 128, 4);
+        launch_registers(paged_scatter_kernel<2, 128, 4>, 128, 4);
         break;
       default:
-        launch(paged_scatter_kernel<1, 128, 4>, 128, 4);
+        launch_registers(paged_scatter_kernel<1, 128, 4>, 128, 4);
         break;
     }
   }
@@ -242,8 +387,10 @@ void launch_scatter(std::string_view op, PartDesc* parts, int num_parts, const P
 
 }  // namespace
 
-// Measured on the H200 (bench/NOTES.md, 5000-token append, cold L2): registers_x4
-// 13.1 us, cp_async_x8_prefetch 13.5 us, registers_x8 14.1 us.
+// Measured on the H200 (bench/NOTES.md, 5000-token append, cold L2) before the
+// register kernel was restructured (one lookup per token, data loads issued before
+// the index chain, index arrays prefetched): registers_x4 13.1 us, cp_async_x8_prefetch
+// 13.5 us, registers_x8 14.1 us. The restructured kernels are not measured yet.
 AppendKernel default_append_kernel() {
   return AppendKernel::kRegisters4;
 }
