@@ -89,33 +89,39 @@ int main(int argc, char** argv) try {
                       {"frac_gemm", tflops / gemm.value}});
     };
 
-    {
-      BatchPrefillWithRaggedKVCache w(gpu);
-      const Tensor qi = host_i32(indptr);
-      w.plan({.qo_indptr = qi, .kv_indptr = qi, .num_qo_heads = kHeads, .num_kv_heads = kHeads,
-              .head_dim_qk = d, .options = options});
-      add("ragged", timer.time([&] { w.run(q, k, v, out, {.stream = timer.stream()}); }, 3,
-                               std::max(args.runs, 20), true));
-    }
-    {
-      // The same K/V as a paged cache (pages in shuffled order).
-      const std::int64_t pages_per = (s.len + kPage - 1) / kPage, num_pages = pages_per * s.batch;
-      std::vector<std::int32_t> pindptr{0}, last, ids(static_cast<std::size_t>(num_pages));
-      for (std::int64_t b = 0; b < s.batch; ++b) {
-        pindptr.push_back(pindptr.back() + std::int32_t(pages_per));
-        last.push_back(std::int32_t(s.len - (pages_per - 1) * kPage));
+    // The automatic kernel (the Hopper mainloop on sm_90) and the portable one.
+    for (PrefillBackend backend : {PrefillBackend::kAuto, PrefillBackend::kPortable}) {
+      AttentionOptions opts = options;
+      opts.backend = backend;
+      const std::string suffix = backend == PrefillBackend::kAuto ? "" : " portable";
+      {
+        BatchPrefillWithRaggedKVCache w(gpu);
+        const Tensor qi = host_i32(indptr);
+        w.plan({.qo_indptr = qi, .kv_indptr = qi, .num_qo_heads = kHeads, .num_kv_heads = kHeads,
+                .head_dim_qk = d, .options = opts});
+        add("ragged" + suffix, timer.time([&] { w.run(q, k, v, out, {.stream = timer.stream()}); }, 3,
+                                 std::max(args.runs, 20), true));
       }
-      std::iota(ids.begin(), ids.end(), 0);
-      std::shuffle(ids.begin(), ids.end(), std::mt19937_64(seed));
-      Tensor cache = Tensor::empty({num_pages, 2, kPage, kHeads, d}, DType::kBF16, gpu);
-      fill_random_uniform(cache.data(), std::size_t(cache.numel()), RandomKind::kBF16, seed++);
-      const Tensor qi = host_i32(indptr), pi = host_i32(pindptr), li = host_i32(last), ix = host_i32(ids).to(gpu);
-      BatchPrefillWithPagedKVCache w(gpu);
-      w.plan({.qo_indptr = qi, .page_table = {pi, ix, li}, .num_qo_heads = kHeads, .num_kv_heads = kHeads,
-              .head_dim = d, .page_size = kPage, .options = options});
-      const PagedKVCache kv = PagedKVCache::combined(cache);
-      add("paged16", timer.time([&] { w.run(q, kv, out, {.stream = timer.stream()}); }, 3,
-                                std::max(args.runs, 20), true));
+      {
+        // The same K/V as a paged cache (pages in shuffled order).
+        const std::int64_t pages_per = (s.len + kPage - 1) / kPage, num_pages = pages_per * s.batch;
+        std::vector<std::int32_t> pindptr{0}, last, ids(static_cast<std::size_t>(num_pages));
+        for (std::int64_t b = 0; b < s.batch; ++b) {
+          pindptr.push_back(pindptr.back() + std::int32_t(pages_per));
+          last.push_back(std::int32_t(s.len - (pages_per - 1) * kPage));
+        }
+        std::iota(ids.begin(), ids.end(), 0);
+        std::shuffle(ids.begin(), ids.end(), std::mt19937_64(seed));
+        Tensor cache = Tensor::empty({num_pages, 2, kPage, kHeads, d}, DType::kBF16, gpu);
+        fill_random_uniform(cache.data(), std::size_t(cache.numel()), RandomKind::kBF16, seed++);
+        const Tensor qi = host_i32(indptr), pi = host_i32(pindptr), li = host_i32(last), ix = host_i32(ids).to(gpu);
+        BatchPrefillWithPagedKVCache w(gpu);
+        w.plan({.qo_indptr = qi, .page_table = {pi, ix, li}, .num_qo_heads = kHeads, .num_kv_heads = kHeads,
+                .head_dim = d, .page_size = kPage, .options = opts});
+        const PagedKVCache kv = PagedKVCache::combined(cache);
+        add("paged16" + suffix, timer.time([&] { w.run(q, kv, out, {.stream = timer.stream()}); }, 3,
+                                  std::max(args.runs, 20), true));
+      }
     }
   }
   report.meta()["target"] = "ragged >= torch SDPA flash (FA2) TFLOP/s; paged16 >= 90% of ragged";

@@ -39,6 +39,10 @@ function(kvinfer_add_cuda_backend target)
     kvinfer_generate_instances(${target})
   endif()
   target_compile_definitions(${target} PRIVATE KVINFER_WITH_CUDA=1)
+  # Hopper-only kernels (wgmma) are selected only when the build has sm_90a code.
+  if("90a" IN_LIST KVINFER_CUDA_ARCHS)
+    target_compile_definitions(${target} PRIVATE KVINFER_CUDA_SM90A=1)
+  endif()
   target_link_libraries(${target} PRIVATE CUDA::cudart)
   target_compile_options(${target} PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -lineinfo -Xcudafe=--diag_suppress=177>)

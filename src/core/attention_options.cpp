@@ -18,6 +18,16 @@ std::string_view pos_encoding_name(PosEncoding p) {
   return "?";
 }
 
+std::string_view prefill_backend_name(PrefillBackend b) {
+  // FlashInfer's names for the same choice.
+  switch (b) {
+    case PrefillBackend::kAuto: return "auto";
+    case PrefillBackend::kPortable: return "fa2";
+    case PrefillBackend::kHopper: return "fa3";
+  }
+  return "?";
+}
+
 std::vector<float> alibi_slopes(int num_heads) {
   detail::require_v(num_heads >= 1, "alibi_slopes", "num_heads", num_heads, "must be >= 1");
   int n = 1;  // largest power of two <= num_heads

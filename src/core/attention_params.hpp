@@ -38,6 +38,7 @@ struct AttentionProblem {
   PosEncoding pos_encoding = PosEncoding::kNone;
   float rope_rcp_scale = 1.0f;
   float rope_rcp_theta = 1.0e-4f;
+  PrefillBackend backend = PrefillBackend::kAuto;
 
   std::int64_t group_size() const { return num_qo_heads / num_kv_heads; }
 };

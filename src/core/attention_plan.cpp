@@ -97,6 +97,7 @@ AttentionProblem AttentionPlan::check_problem(const PlanRequest& req) const {
     check_finite(op, "options.rope_scale", o.rope_scale, true, "must be finite and positive");
     check_finite(op, "options.rope_theta", o.rope_theta, true, "must be finite and positive");
   }
+  pr.backend = o.backend;
   pr.rope_rcp_scale = 1.0f / o.rope_scale;
   pr.rope_rcp_theta = 1.0f / o.rope_theta;
   if (o.pos_encoding == PosEncoding::kAlibi && !o.alibi_slopes.empty()) {

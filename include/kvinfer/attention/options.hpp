@@ -19,6 +19,19 @@ enum class PosEncoding {
 
 std::string_view pos_encoding_name(PosEncoding p);
 
+// Which tensor-core mainloop the CUDA prefill kernels use (FlashInfer's backend
+// "fa2" / "fa3"). kAuto: the Hopper one (wgmma) on sm_90 where it applies (16-bit KV
+// of the query's type, equal head dims 64/128/256, no RoPE, ALiBi, soft cap or custom
+// mask, tiles of 128 query rows), else the portable one (mma.sync, sm_80+). kHopper
+// where it cannot apply is an error at plan time. The CPU backend ignores it.
+enum class PrefillBackend {
+  kAuto,
+  kPortable,
+  kHopper,
+};
+
+std::string_view prefill_backend_name(PrefillBackend b);
+
 struct AttentionOptions {
   MaskMode mask_mode = MaskMode::kNone;
   int window_left = -1;                 // w >= 0 keeps keys j >= i_pos - w; -1 disables
@@ -28,6 +41,7 @@ struct AttentionOptions {
   float rope_scale = 1.0f;
   float rope_theta = 1.0e4f;
   std::vector<float> alibi_slopes;      // empty: the standard slopes for num_qo_heads
+  PrefillBackend backend = PrefillBackend::kAuto;  // CUDA prefill only; same results within tolerance
 };
 
 // The standard ALiBi slopes for n heads: 2^(-8(i+1)/n') for the largest power of

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/attention_params.hpp"
 #include "cuda/common/fast_divmod.cuh"
@@ -48,5 +49,11 @@ struct AttentionKernelParams {
 };
 
 AttentionKernelParams make_kernel_params(const detail::AttentionParams& p);
+
+// The prefill instances that also have the Hopper (wgmma) mainloop of
+// prefill_kernel_sm90.cuh: 16-bit KV of the query's type, equal head dims 64/128/256.
+template <class TQ, class TKV, int DQK, int DVO>
+inline constexpr bool kHasWgmmaPrefill =
+    std::is_same_v<TQ, TKV> && DQK == DVO && (DQK == 64 || DQK == 128 || DQK == 256);
 
 }  // namespace kvinfer::cuda

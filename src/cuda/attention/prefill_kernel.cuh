@@ -69,6 +69,25 @@ __device__ __forceinline__ int swizzled_chunk(int row, int chunk) {
   return row * (D / 8) + (chunk ^ (row & 7));
 }
 
+// Tile layouts: the byte offset of 16-byte chunk c of row `row` in a tile of kRows
+// rows of D 16-bit elements, and kRowBytes, the offset of row + 8 from row (the
+// swizzle repeats every 8 rows). SwizzledRows keeps rows whole (ldmatrix operands);
+// SwizzledPanels splits them into 64-element panels of 128-byte rows in the 128-byte
+// swizzle that wgmma's shared operands take (common/wgmma.cuh).
+template <int D, int kRows>
+struct SwizzledRows {
+  static constexpr int kRowBytes = D * 2;
+  __device__ __forceinline__ static int offset(int row, int c) { return swizzled_chunk<D>(row, c) * 16; }
+};
+template <int D, int kRows>
+struct SwizzledPanels {
+  static constexpr int kRowBytes = 128;
+  static constexpr int kPanelBytes = kRows * 128;
+  __device__ __forceinline__ static int offset(int row, int c) {
+    return (c / 8) * kPanelBytes + row * 128 + ((c & 7) ^ (row & 7)) * 16;
+  }
+};
+
 // A lane's ldmatrix addresses in a swizzled tile of D 16-bit elements per row. The
 // lane reads rows lane_row + R (R a multiple of 8, so row & 7 is the lane's) at
 // chunks c + b (c even, b the lane's 0/1). With the tile 128-byte aligned and rows
@@ -87,7 +106,7 @@ struct SwizzledLane {
 };
 
 // Copies kRows rows of D 16-bit elements into a swizzled tile; rows >= valid are zeros.
-template <int kThreads, int kRows, int D, class RowPtr>
+template <int kThreads, int kRows, int D, template <int, int> class Layout = SwizzledRows, class RowPtr>
 __device__ __forceinline__ void load_tile16(unsigned char* tile, const RowPtr& row_ptr, int valid) {
   constexpr int kChunks = D / 8;
   static_assert(kRows * kChunks % kThreads == 0);
@@ -97,49 +116,55 @@ __device__ __forceinline__ void load_tile16(unsigned char* tile, const RowPtr& r
     const int row = idx / kChunks, c = idx % kChunks;
     const bool ok = row < valid;
     const char* src = row_ptr(ok ? row : 0) + c * 16;
-    ptx::cp_async_or_zero<16>(tile + swizzled_chunk<D>(row, c) * 16, src, ok);
+    ptx::cp_async_or_zero<16>(tile + Layout<D, kRows>::offset(row, c), src, ok);
   }
 }
 
-// Issues the copies of one KV tile: key rows [key0, key0 + kKeys) of K and V (rows
-// >= valid zero-filled, so that masked keys never multiply garbage: 0 * NaN would
-// poison O). 16-bit KV goes to the swizzled compute tiles in 16-byte chunks; fp8 to
-// the raw staging tile (K rows of DQK bytes, then V rows of DVO bytes) in 8-byte
-// chunks, the alignment fp8 rows are guaranteed. When K and V rows have the same
-// size, one page-table lookup serves both.
+// Issues the copies of key rows [key0, key0 + kKeys) of one KV tensor (rows >= valid
+// zero-filled, so that masked keys never multiply garbage: 0 * NaN would poison O),
+// and of the other tensor's same rows when kAlsoV (one page-table lookup serves
+// both). 16-bit KV goes to the swizzled compute tiles in 16-byte chunks; fp8 to the
+// raw staging tile (rows of D bytes) in 8-byte chunks, the alignment fp8 rows are
+// guaranteed.
+template <class TKV, int kThreads, int kKeys, int D, bool kPaged, bool kAlsoV>
+__device__ __forceinline__ void copy_key_rows(unsigned char* tile, unsigned char* v_tile, const KeyLocator& locate,
+                                              const KeyRow& key_row, const KeyRow& v_row, int key0, int valid) {
+  constexpr bool kRaw = sizeof(TKV) == 1;
+  constexpr int kUnitBytes = kRaw ? 8 : 16;  // 8 elements either way
+  constexpr int kUnits = D / 8;
+  using Lay = SwizzledRows<D, kKeys>;
+  static_assert(kKeys * kUnits % kThreads == 0);
+  // A thread copies unit c of rows row0 + it * step: when step is a multiple of 8 its
+  // swizzled unit is the same in every row, so destinations are one base plus
+  // immediates (nothing for the compiler to keep per row).
+  constexpr bool kFixedUnit = kThreads % kUnits == 0 && (kThreads / kUnits) % 8 == 0;
+#pragma unroll
+  for (int it = 0; it < kKeys * kUnits / kThreads; ++it) {
+    const int idx = it * kThreads + int(threadIdx.x);
+    const int row = idx / kUnits, c = idx % kUnits;
+    const bool ok = row < valid;
+    const int key = key0 + (ok ? row : 0);
+    const KeySlot at = kPaged ? locate(key) : KeySlot{0, key};
+    const int offset = kFixedUnit ? Lay::offset(int(threadIdx.x) / kUnits, c) + it * (kThreads / kUnits) * Lay::kRowBytes
+                                  : Lay::offset(row, c);
+    const auto dst = [&](unsigned char* t) { return kRaw ? t + row * D + c * 8 : t + offset; };
+    ptx::cp_async_or_zero<kUnitBytes>(dst(tile), key_row(at) + c * kUnitBytes, ok);
+    if constexpr (kAlsoV) ptx::cp_async_or_zero<kUnitBytes>(dst(v_tile), v_row(at) + c * kUnitBytes, ok);
+  }
+}
+
+// The copies of one KV tile: K rows into k_dst and V rows into v_dst (for fp8, the
+// staging tile holds K rows of DQK bytes, then V rows of DVO bytes).
 template <class TKV, int kThreads, int kKeys, int DQK, int DVO>
 __device__ __forceinline__ void load_kv_tile(unsigned char* k_dst, unsigned char* v_dst, const KeyLocator& locate,
                                              const KeyRow& k_row, const KeyRow& v_row, int key0, int valid) {
-  constexpr bool kRaw = sizeof(TKV) == 1;
-  constexpr int kUnitBytes = kRaw ? 8 : 16;  // 8 elements either way
-  const auto copy = [](unsigned char* dst, const char* src, bool ok) { ptx::cp_async_or_zero<kUnitBytes>(dst, src, ok); };
-  // A thread copies unit c of rows row0 + it * step: when step is a multiple of 8
-  // its swizzled unit is the same in every row, so destinations are one base plus
-  // immediates (nothing for the compiler to keep per row).
-  const auto copy_rows = [&](auto d, unsigned char* tile, const KeyRow& key_row, auto paged, auto also_v) {
-    constexpr int D = decltype(d)::value, kUnits = D / 8;
-    static_assert(kKeys * kUnits % kThreads == 0);
-    constexpr bool kFixedUnit = kThreads % kUnits == 0 && (kThreads / kUnits) % 8 == 0;
-#pragma unroll
-    for (int it = 0; it < kKeys * kUnits / kThreads; ++it) {
-      const int idx = it * kThreads + int(threadIdx.x);
-      const int row = idx / kUnits, c = idx % kUnits;
-      const bool ok = row < valid;
-      const int key = key0 + (ok ? row : 0);
-      const KeySlot at = decltype(paged)::value ? locate(key) : KeySlot{0, key};
-      const int unit = kFixedUnit ? swizzled_chunk<D>(int(threadIdx.x) / kUnits, c) + it * (kThreads / kUnits) * kUnits
-                                  : swizzled_chunk<D>(row, c);
-      const auto dst = [&](unsigned char* t) { return kRaw ? t + row * D + c * 8 : t + unit * 16; };
-      copy(dst(tile), key_row(at) + c * kUnitBytes, ok);
-      if constexpr (decltype(also_v)::value) copy(dst(v_dst), v_row(at) + c * kUnitBytes, ok);
-    }
-  };
   const auto copy_kv = [&](auto paged) {
+    constexpr bool kPaged = decltype(paged)::value;
     if constexpr (DQK == DVO) {
-      copy_rows(std::integral_constant<int, DQK>{}, k_dst, k_row, paged, std::true_type{});
+      copy_key_rows<TKV, kThreads, kKeys, DQK, kPaged, true>(k_dst, v_dst, locate, k_row, v_row, key0, valid);
     } else {
-      copy_rows(std::integral_constant<int, DQK>{}, k_dst, k_row, paged, std::false_type{});
-      copy_rows(std::integral_constant<int, DVO>{}, v_dst, v_row, paged, std::false_type{});
+      copy_key_rows<TKV, kThreads, kKeys, DQK, kPaged, false>(k_dst, nullptr, locate, k_row, k_row, key0, valid);
+      copy_key_rows<TKV, kThreads, kKeys, DVO, kPaged, false>(v_dst, nullptr, locate, v_row, v_row, key0, valid);
     }
   };
   if (locate.pages != nullptr) {
@@ -196,6 +221,140 @@ __device__ __forceinline__ float tree_reduce(float (&x)[N], Op op) {
     for (int i = 0; i < stride; ++i) x[i] = op(x[i], x[i + stride]);
   }
   return x[0];
+}
+
+// Hides the scores of keys a row may not see (per element: for tiles the mask
+// classifies as partial). s holds a warp's kMmaM m16 tiles of kKeyFrags n8 fragments;
+// tok[m][h] is the token of this thread's row g + 8h of m16 tile m.
+template <bool kGeneral, int kMmaM, int kKeyFrags>
+__device__ __forceinline__ void mask_scores(float (&s)[kMmaM][kKeyFrags][4], const detail::RequestMask& mask,
+                                            const int (&tok)[kMmaM][2], int key0, int key_end, int lane) {
+#pragma unroll
+  for (int m = 0; m < kMmaM; ++m) {
+    // The row's visible keys of this tile (before the custom mask) as columns [lo, hi).
+    int lo[2], hi[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      lo[h] = mask.first_key(tok[m][h]) - key0;
+      hi[h] = min(mask.last_key(tok[m][h]), key_end) - key0;
+    }
+#pragma unroll
+    for (int n = 0; n < kKeyFrags; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int h = e / 2, col = 8 * n + 2 * (lane % 4) + e % 2;
+        const bool hidden = col < lo[h] || col >= hi[h] ||
+                            (kGeneral && mask.custom && !mask.custom_bit(tok[m][h], key0 + col));
+        if (hidden) s[m][n][e] = -INFINITY;
+      }
+  }
+}
+
+// Online softmax of one key tile in base 2: turns the scores s (scaled by sc in the
+// exponent) into probabilities against the updated running row maxima, folds their
+// sums into row_sum, and gives the factor by which each row's O must be rescaled.
+// A row lives in the 4 lanes of a quad. Returns whether any rescale of the warp
+// differs from 1 (exactly 1 when a row's maximum did not move).
+template <int kMmaM, int kKeyFrags>
+__device__ __forceinline__ bool online_softmax(float (&s)[kMmaM][kKeyFrags][4], float (&row_max)[kMmaM][2],
+                                               float (&row_sum)[kMmaM][2], float (&rescale)[kMmaM][2], float sc) {
+  bool changed = false;
+#pragma unroll
+  for (int m = 0; m < kMmaM; ++m) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float part[kKeyFrags];
+#pragma unroll
+      for (int n = 0; n < kKeyFrags; ++n) part[n] = fmaxf(s[m][n][2 * h], s[m][n][2 * h + 1]);
+      float mx = tree_reduce(part, [](float x, float y) { return fmaxf(x, y); });
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(row_max[m][h], mx);
+      const float m_use = m_new == -INFINITY ? 0.0f : m_new;  // all masked so far: keep zeros, no NaN
+      const float m_scaled = m_use * sc;
+      // Exactly 1 when the maximum did not move (the skipped multiplies rely on it).
+      rescale[m][h] = exp2_approx((row_max[m][h] - m_use) * sc);
+      changed |= m_new != row_max[m][h];
+      row_max[m][h] = m_new;
+#pragma unroll
+      for (int n = 0; n < kKeyFrags; ++n) {
+        s[m][n][2 * h] = exp2_approx(fmaf(s[m][n][2 * h], sc, -m_scaled));
+        s[m][n][2 * h + 1] = exp2_approx(fmaf(s[m][n][2 * h + 1], sc, -m_scaled));
+        part[n] = s[m][n][2 * h] + s[m][n][2 * h + 1];
+      }
+      row_sum[m][h] = row_sum[m][h] * rescale[m][h] + tree_reduce(part, [](float x, float y) { return x + y; });
+    }
+  }
+  // Once the running maxima settle (most tiles of a long row), the rescale is exactly
+  // 1 for the whole warp and the caller skips the multiplies.
+  return __any_sync(0xffffffffu, changed);
+}
+
+// O rows times their rescale factors.
+template <int kMmaM, int kVoFrags>
+__device__ __forceinline__ void rescale_rows(float (&o)[kMmaM][kVoFrags][4], const float (&rescale)[kMmaM][2]) {
+#pragma unroll
+  for (int m = 0; m < kMmaM; ++m)
+#pragma unroll
+    for (int c = 0; c < kVoFrags; ++c) {
+      o[m][c][0] *= rescale[m][0];
+      o[m][c][1] *= rescale[m][0];
+      o[m][c][2] *= rescale[m][1];
+      o[m][c][3] *= rescale[m][1];
+    }
+}
+
+// The A fragment of P for keys [16 j, 16 j + 16): the S accumulators of n8 blocks 2j
+// and 2j + 1 (C layout) are exactly the m16n8k16 A layout once rounded to T.
+template <class T, int kKeyFrags>
+__device__ __forceinline__ void p_fragment(const float (&s)[kKeyFrags][4], int j, std::uint32_t (&a)[4]) {
+  a[0] = mma::pack2<T>(s[2 * j][0], s[2 * j][1]);
+  a[1] = mma::pack2<T>(s[2 * j][2], s[2 * j][3]);
+  a[2] = mma::pack2<T>(s[2 * j + 1][0], s[2 * j + 1][1]);
+  a[3] = mma::pack2<T>(s[2 * j + 1][2], s[2 * j + 1][3]);
+}
+
+// Epilogue: normalises and writes this thread's rows of O (or the partial state of
+// a split chunk) and LSE. Warp w owns tile rows [w * kRowsPerWarp, +kRowsPerWarp).
+template <class TO, int DVO, int kRowsPerWarp, int kMmaM, int kVoFrags>
+__device__ __forceinline__ void store_output(const AttentionKernelParams& p, const detail::WorkItem& item,
+                                             const detail::RequestInfo& r, const float (&o)[kMmaM][kVoFrags][4],
+                                             const float (&row_max)[kMmaM][2], const float (&row_sum)[kMmaM][2],
+                                             float sc, int rows, int warp, int lane) {
+  const bool split = r.num_chunks > 1;
+#pragma unroll
+  for (int m = 0; m < kMmaM; ++m) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float sum = row_sum[m][h];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const int i = warp * kRowsPerWarp + m * 16 + lane / 4 + 8 * h;
+      if (i >= rows) continue;
+      std::uint32_t in_group;
+      const std::int64_t tk = p.group_div.divmod(std::uint32_t(item.row_begin + i), &in_group);
+      const std::int64_t head = item.kv_head * p.group_size + in_group;
+      const float norm = sum > 0.0f ? p.v_scale / sum : 0.0f;
+      const float lse = sum > 0.0f ? row_max[m][h] * sc + __log2f(sum) : -INFINITY;
+      if (split) {
+        const std::int64_t prow = r.partial_begin + std::int64_t(item.chunk) * r.qo_len + tk;
+        float* po = p.partial_o + (prow * p.num_qo_heads + head) * DVO + 2 * (lane % 4);
+#pragma unroll
+        for (int c = 0; c < kVoFrags; ++c) {
+          *reinterpret_cast<float2*>(po + 8 * c) = make_float2(o[m][c][2 * h] * norm, o[m][c][2 * h + 1] * norm);
+        }
+        if (lane % 4 == 0) p.partial_lse[prow * p.num_qo_heads + head] = lse;
+      } else {
+        const std::int64_t orow = r.qo_begin + tk;
+        TO* out = static_cast<TO*>(p.o) + orow * p.o_stride_n + head * p.o_stride_h + 2 * (lane % 4);
+#pragma unroll
+        for (int c = 0; c < kVoFrags; ++c) {
+          *reinterpret_cast<std::uint32_t*>(out + 8 * c) = mma::pack2<TO>(o[m][c][2 * h] * norm, o[m][c][2 * h + 1] * norm);
+        }
+        if (lane % 4 == 0 && p.lse) p.lse[orow * p.lse_stride_n + head * p.lse_stride_h] = lse;
+      }
+    }
+  }
 }
 
 // Makes a 16-bit compute tile of kRows rows ready in place: converts it from the fp8
@@ -417,81 +576,18 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
           for (int e = 0; e < 4; ++e) s[m][n][e] *= p.sm_scale_log2;
     }
     if (nk < kKeys || mask.classify(tok_lo, tok_hi + 1, key0, key0 + kKeys) != detail::TileClass::kFull) {
-#pragma unroll
-      for (int m = 0; m < kMmaM; ++m) {
-        // The row's visible keys of this tile (before the custom mask) as columns [lo, hi).
-        int lo[2], hi[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          lo[h] = mask.first_key(tok[m][h]) - key0;
-          hi[h] = min(mask.last_key(tok[m][h]), key_end) - key0;
-        }
-#pragma unroll
-        for (int n = 0; n < S::kKeyFrags; ++n)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int h = e / 2, col = 8 * n + 2 * (lane % 4) + e % 2;
-            const bool hidden = col < lo[h] || col >= hi[h] ||
-                                (kGeneral && mask.custom && !mask.custom_bit(tok[m][h], key0 + col));
-            if (hidden) s[m][n][e] = -INFINITY;
-          }
-      }
+      mask_scores<kGeneral>(s, mask, tok, key0, key_end, lane);
     }
 
-    // Online softmax: a row lives in the 4 lanes of a quad.
     float rescale[kMmaM][2];
-    bool changed = false;
-#pragma unroll
-    for (int m = 0; m < kMmaM; ++m) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float part[S::kKeyFrags];
-#pragma unroll
-        for (int n = 0; n < S::kKeyFrags; ++n) part[n] = fmaxf(s[m][n][2 * h], s[m][n][2 * h + 1]);
-        float mx = tree_reduce(part, [](float x, float y) { return fmaxf(x, y); });
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        const float m_new = fmaxf(row_max[m][h], mx);
-        const float m_use = m_new == -INFINITY ? 0.0f : m_new;  // all masked so far: keep zeros, no NaN
-        const float m_scaled = m_use * sc;
-        // Exactly 1 when the maximum did not move (the skipped multiplies rely on it).
-        rescale[m][h] = exp2_approx((row_max[m][h] - m_use) * sc);
-        changed |= m_new != row_max[m][h];
-        row_max[m][h] = m_new;
-#pragma unroll
-        for (int n = 0; n < S::kKeyFrags; ++n) {
-          s[m][n][2 * h] = exp2_approx(fmaf(s[m][n][2 * h], sc, -m_scaled));
-          s[m][n][2 * h + 1] = exp2_approx(fmaf(s[m][n][2 * h + 1], sc, -m_scaled));
-          part[n] = s[m][n][2 * h] + s[m][n][2 * h + 1];
-        }
-        row_sum[m][h] = row_sum[m][h] * rescale[m][h] + tree_reduce(part, [](float x, float y) { return x + y; });
-      }
-    }
-    // Once the running maxima settle (most tiles of a long row), the rescale is
-    // exactly 1 for the whole warp: skip the multiplies.
-    if (__any_sync(0xffffffffu, changed)) {
-#pragma unroll
-      for (int m = 0; m < kMmaM; ++m)
-#pragma unroll
-        for (int c = 0; c < S::kVoFrags; ++c) {
-          o[m][c][0] *= rescale[m][0];
-          o[m][c][1] *= rescale[m][0];
-          o[m][c][2] *= rescale[m][1];
-          o[m][c][3] *= rescale[m][1];
-        }
-    }
+    if (online_softmax(s, row_max, row_sum, rescale, sc)) rescale_rows(o, rescale);
 
     // O += P V, P taken from the S accumulators as A fragments.
 #pragma unroll
     for (int j = 0; j < kKeys / 16; ++j) {
       std::uint32_t pa[kMmaM][4];
 #pragma unroll
-      for (int m = 0; m < kMmaM; ++m) {
-        pa[m][0] = mma::pack2<T>(s[m][2 * j][0], s[m][2 * j][1]);
-        pa[m][1] = mma::pack2<T>(s[m][2 * j][2], s[m][2 * j][3]);
-        pa[m][2] = mma::pack2<T>(s[m][2 * j + 1][0], s[m][2 * j + 1][1]);
-        pa[m][3] = mma::pack2<T>(s[m][2 * j + 1][2], s[m][2 * j + 1][3]);
-      }
+      for (int m = 0; m < kMmaM; ++m) p_fragment<T>(s[m], j, pa[m]);
 #pragma unroll
       for (int c = 0; c < S::kVoFrags; c += 2) {
         std::uint32_t b[4];
@@ -506,41 +602,7 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
     __syncthreads();  // every warp is done with this stage before it is refilled
   }
 
-  // Epilogue: normalise and write O (or the partial state of a split chunk) and LSE.
-  const bool split = r.num_chunks > 1;
-#pragma unroll
-  for (int m = 0; m < kMmaM; ++m) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float sum = row_sum[m][h];
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-      const int i = warp * kRowsPerWarp + m * 16 + lane / 4 + 8 * h;
-      if (i >= rows) continue;
-      std::uint32_t in_group;
-      const std::int64_t tk = p.group_div.divmod(std::uint32_t(item.row_begin + i), &in_group);
-      const std::int64_t head = item.kv_head * group + in_group;
-      const float norm = sum > 0.0f ? p.v_scale / sum : 0.0f;
-      const float lse = sum > 0.0f ? row_max[m][h] * sc + __log2f(sum) : -INFINITY;
-      if (split) {
-        const std::int64_t prow = r.partial_begin + std::int64_t(item.chunk) * r.qo_len + tk;
-        float* po = p.partial_o + (prow * p.num_qo_heads + head) * DVO + 2 * (lane % 4);
-#pragma unroll
-        for (int c = 0; c < S::kVoFrags; ++c) {
-          *reinterpret_cast<float2*>(po + 8 * c) = make_float2(o[m][c][2 * h] * norm, o[m][c][2 * h + 1] * norm);
-        }
-        if (lane % 4 == 0) p.partial_lse[prow * p.num_qo_heads + head] = lse;
-      } else {
-        const std::int64_t orow = r.qo_begin + tk;
-        TO* out = static_cast<TO*>(p.o) + orow * p.o_stride_n + head * p.o_stride_h + 2 * (lane % 4);
-#pragma unroll
-        for (int c = 0; c < S::kVoFrags; ++c) {
-          *reinterpret_cast<std::uint32_t*>(out + 8 * c) = mma::pack2<TO>(o[m][c][2 * h] * norm, o[m][c][2 * h + 1] * norm);
-        }
-        if (lane % 4 == 0 && p.lse) p.lse[orow * p.lse_stride_n + head * p.lse_stride_h] = lse;
-      }
-    }
-  }
+  store_output<TO, DVO, kRowsPerWarp>(p, item, r, o, row_max, row_sum, sc, rows, warp, lane);
 }
 
 template <class TQ, class TKV, class TO, int DQK, int DVO, int kWarps, int kMmaM, bool kGeneral>
@@ -553,55 +615,5 @@ struct PrefillKernel {
     KVINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   }
 };
-
-// The kernel configurations. The wide tile (128 rows) halves the K/V traffic per
-// query row: 4 warps of 32 rows where the accumulators fit (head_dim_vo <= 128),
-// else 8 warps of 16 rows. The narrow tile (64 rows: 4 warps of 16) serves short
-// requests and the general logits. The decode tile (16 rows: one warp, 32-key
-// tiles) holds a GQA group's query rows of one token: many small CTAs per SM keep
-// enough KV in flight for a memory-bound problem.
-template <class TQ, class TKV, class TO, int DQK, int DVO, class F>
-void with_prefill_kernel(int q_tile_rows, bool general, F&& f) {
-  if (general) {
-    f(PrefillKernel<TQ, TKV, TO, DQK, DVO, 4, 1, true>{});
-  } else if (q_tile_rows == 16) {
-    f(PrefillKernel<TQ, TKV, TO, DQK, DVO, 1, 1, false>{});
-  } else if (q_tile_rows == 128) {
-    if constexpr (DVO <= 128) {
-      return f(PrefillKernel<TQ, TKV, TO, DQK, DVO, 4, 2, false>{});
-    }
-    f(PrefillKernel<TQ, TKV, TO, DQK, DVO, 8, 1, false>{});
-  } else {
-    f(PrefillKernel<TQ, TKV, TO, DQK, DVO, 4, 1, false>{});
-  }
-}
-
-// Launches the prefill kernel for q tiles of q_tile_rows (64 or 128) packed rows.
-template <class TQ, class TKV, class TO, int DQK, int DVO>
-void launch_prefill(const AttentionKernelParams& p, int q_tile_rows, std::int64_t grid, cudaStream_t stream) {
-  const bool general = p.custom_mask != nullptr || p.alibi_slopes != nullptr || p.logits_soft_cap > 0.0f;
-  with_prefill_kernel<TQ, TKV, TO, DQK, DVO>(q_tile_rows, general, [&](auto k) {
-    using K = decltype(k);
-    static const bool prepared = (K::prepare(), true);
-    (void)prepared;
-    K::kernel<<<dim3(static_cast<unsigned>(grid)), K::kThreads, K::kSmem, stream>>>(p);
-  });
-}
-
-// Resident CTAs per multiprocessor for a q tile (the planner's budget).
-template <class TQ, class TKV, class TO, int DQK, int DVO>
-int prefill_occupancy(int q_tile_rows) {
-  int blocks = 0;
-  with_prefill_kernel<TQ, TKV, TO, DQK, DVO>(q_tile_rows, false, [&](auto k) {
-    using K = decltype(k);
-    K::prepare();
-    KVINFER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, K::kernel, K::kThreads, K::kSmem));
-  });
-  return blocks;
-}
-
-#define KVINFER_INSTANTIATE_PREFILL(TQ, TKV, DQK, DVO)                                                                 \
-  template void launch_prefill<TQ, TKV, TQ, DQK, DVO>(const AttentionKernelParams&, int, std::int64_t, cudaStream_t); \
-  template int prefill_occupancy<TQ, TKV, TQ, DQK, DVO>(int);
 
 }  // namespace kvinfer::cuda

@@ -28,6 +28,10 @@ template <class TQ, class TKV, class TO, int DQK, int DVO>
 void launch_prefill(const AttentionKernelParams& p, int q_tile_rows, std::int64_t grid, cudaStream_t stream);
 template <class TQ, class TKV, class TO, int DQK, int DVO>
 int prefill_occupancy(int q_tile_rows);
+template <class TQ, class TKV, class TO, int DQK, int DVO>
+void launch_prefill_wgmma(const AttentionKernelParams& p, int q_tile_rows, std::int64_t grid, cudaStream_t stream);
+template <class TQ, class TKV, class TO, int DQK, int DVO>
+int prefill_wgmma_occupancy(int q_tile_rows);
 
 namespace {
 
@@ -39,21 +43,31 @@ struct Instance {
   int head_dim_qk, head_dim_vo;
   LaunchFn launch;
   OccupancyFn occupancy;
+  // The Hopper prefill mainloop, where the instance has one (kHasWgmmaPrefill).
+  LaunchFn launch_wgmma;
+  OccupancyFn occupancy_wgmma;
 };
 
 #define KVINFER_DECODE_INSTANCE(TQ, QD, TKV, KVD, D) \
-  {DType::QD, DType::KVD, D, D, &launch_decode<TQ, TKV, TQ, D>, &decode_occupancy<TQ, TKV, TQ, D>},
+  {DType::QD, DType::KVD, D, D, &launch_decode<TQ, TKV, TQ, D>, &decode_occupancy<TQ, TKV, TQ, D>, nullptr, nullptr},
 constexpr Instance kDecodeInstances[] = {
 #include "decode_instances.inc"
-    {DType::kBool, DType::kBool, 0, 0, nullptr, nullptr},  // end marker: a preset may list none
+    {DType::kBool, DType::kBool, 0, 0, nullptr, nullptr, nullptr, nullptr},  // end marker: a preset may list none
 };
 #undef KVINFER_DECODE_INSTANCE
 
-#define KVINFER_PREFILL_INSTANCE(TQ, QD, TKV, KVD, DQK, DVO) \
-  {DType::QD, DType::KVD, DQK, DVO, &launch_prefill<TQ, TKV, TQ, DQK, DVO>, &prefill_occupancy<TQ, TKV, TQ, DQK, DVO>},
+#define KVINFER_PREFILL_INSTANCE(TQ, QD, TKV, KVD, DQK, DVO)                                                      \
+  {DType::QD,                                                                                                    \
+   DType::KVD,                                                                                                   \
+   DQK,                                                                                                          \
+   DVO,                                                                                                          \
+   &launch_prefill<TQ, TKV, TQ, DQK, DVO>,                                                                       \
+   &prefill_occupancy<TQ, TKV, TQ, DQK, DVO>,                                                                    \
+   kHasWgmmaPrefill<TQ, TKV, DQK, DVO> ? &launch_prefill_wgmma<TQ, TKV, TQ, DQK, DVO> : nullptr,                 \
+   kHasWgmmaPrefill<TQ, TKV, DQK, DVO> ? &prefill_wgmma_occupancy<TQ, TKV, TQ, DQK, DVO> : nullptr},
 constexpr Instance kPrefillInstances[] = {
 #include "prefill_instances.inc"
-    {DType::kBool, DType::kBool, 0, 0, nullptr, nullptr},
+    {DType::kBool, DType::kBool, 0, 0, nullptr, nullptr, nullptr, nullptr},
 };
 #undef KVINFER_PREFILL_INSTANCE
 
@@ -98,35 +112,76 @@ bool tensor_core_decode(const detail::AttentionProblem& pr) {
          pr.logits_soft_cap <= 0.0f;
 }
 
+// The general logits: custom mask, ALiBi, soft cap (a separate kernel, 64-row tiles only).
+bool general_logits(const detail::AttentionProblem& pr) {
+  return pr.mask_mode == MaskMode::kCustom || pr.pos_encoding == PosEncoding::kAlibi || pr.logits_soft_cap > 0.0f;
+}
+
 // 128-row tiles halve the K/V traffic per query row; 64 rows waste less on short requests.
 int prefill_tile_rows(const detail::AttentionProblem& pr) {
-  // The general kernel (custom mask, ALiBi, soft cap) has 64-row tiles only.
-  const bool general = pr.mask_mode == MaskMode::kCustom || pr.pos_encoding == PosEncoding::kAlibi ||
-                       pr.logits_soft_cap > 0.0f;
-  if (general) return 64;
+  if (general_logits(pr)) return 64;
   if (tensor_core_decode(pr) && std::int64_t(pr.max_qo_len) * pr.group_size() <= kDecodeTileRows) {
     return kDecodeTileRows;  // a few tokens per request (speculative verification): memory-bound like decode
   }
   return std::int64_t(pr.max_qo_len) * pr.group_size() <= 64 ? 64 : 128;
 }
 
+// Whether `device` runs the Hopper (sm_90a) kernels this build compiled.
+bool hopper_device(int device) {
+#ifdef KVINFER_CUDA_SM90A
+  int major = 0, minor = 0;
+  KVINFER_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  KVINFER_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return major == 9 && minor == 0;
+#else
+  (void)device;
+  return false;
+#endif
+}
+
 struct KernelChoice {
   const Instance* instance;
   int q_tile_rows;
+  bool wgmma;  // the instance's Hopper mainloop rather than the portable kernel
+
+  LaunchFn launch() const { return wgmma ? instance->launch_wgmma : instance->launch; }
+  int occupancy() const { return (wgmma ? instance->occupancy_wgmma : instance->occupancy)(q_tile_rows); }
 };
 
-KernelChoice choose_kernel(const detail::AttentionProblem& pr) {
+// Prefill on 128-row tiles takes the Hopper mainloop where the instance has one, the
+// device is sm_90 and the logits are plain (no RoPE: it rotates tiles in shared
+// memory, which only the portable kernel does), unless options.backend asks for the
+// portable one; asked for explicitly, it runs 128-row tiles whatever the lengths.
+KernelChoice prefill_choice(const Instance* inst, const detail::AttentionProblem& pr, int device) {
+  const int rows = prefill_tile_rows(pr);
+  const bool supported = inst->launch_wgmma != nullptr && !general_logits(pr) && pr.pos_encoding == PosEncoding::kNone;
+  if (pr.backend == PrefillBackend::kHopper) {
+    if (!supported) {
+      throw Error("attention", "options.backend", "fa3 (Hopper)",
+                  "applies only to 16-bit KV of the query's type with equal head dims 64/128/256 and no RoPE, ALiBi, "
+                  "soft cap or custom mask (" + describe(pr) + ")");
+    }
+    if (!hopper_device(device)) {
+      throw Error("attention", "options.backend", "fa3 (Hopper)",
+                  "needs an sm_90 device and a build with sm_90a code (KVINFER_CUDA_ARCHS)");
+    }
+    return {inst, 128, true};
+  }
+  return {inst, rows, supported && rows == 128 && pr.backend == PrefillBackend::kAuto && hopper_device(device)};
+}
+
+KernelChoice choose_kernel(const detail::AttentionProblem& pr, int device) {
   if (pr.o_dtype != pr.q_dtype) {
     throw Error("attention", "out.dtype", dtype_name(pr.o_dtype),
                 "the CUDA kernels write the output in the query's dtype (" + std::string(dtype_name(pr.q_dtype)) + ")");
   }
-  if (is_decode_problem(pr)) {
+  if (is_decode_problem(pr) && pr.backend != PrefillBackend::kHopper) {
     if (tensor_core_decode(pr)) {
-      if (const Instance* inst = find(kPrefillInstances, pr)) return {inst, kDecodeTileRows};
+      if (const Instance* inst = find(kPrefillInstances, pr)) return {inst, kDecodeTileRows, false};
     }
-    if (const Instance* inst = find(kDecodeInstances, pr)) return {inst, decode_tile_rows(pr.group_size())};
+    if (const Instance* inst = find(kDecodeInstances, pr)) return {inst, decode_tile_rows(pr.group_size()), false};
   }
-  if (const Instance* inst = find(kPrefillInstances, pr)) return {inst, prefill_tile_rows(pr)};
+  if (const Instance* inst = find(kPrefillInstances, pr)) return prefill_choice(inst, pr, device);
   throw Error("attention", "kernel", describe(pr),
               "no CUDA kernel for this configuration is compiled in the '" KVINFER_INSTANCE_PRESET
               "' instance preset; configure with -DKVINFER_INSTANCES=default (fp16/bf16 q; KV of the query's type "
@@ -136,9 +191,9 @@ KernelChoice choose_kernel(const detail::AttentionProblem& pr) {
 }  // namespace
 
 KernelTraits select_kernel(const detail::AttentionProblem& pr, int device) {
-  const KernelChoice k = choose_kernel(pr);
   KVINFER_CUDA_CHECK(cudaSetDevice(device));
-  return {k.q_tile_rows, std::max(1, k.instance->occupancy(k.q_tile_rows))};
+  const KernelChoice k = choose_kernel(pr, device);
+  return {k.q_tile_rows, std::max(1, k.occupancy())};
 }
 
 AttentionKernelParams make_kernel_params(const detail::AttentionParams& p) {
@@ -199,7 +254,9 @@ AttentionKernelParams make_kernel_params(const detail::AttentionParams& p) {
 
 void run_attention(const detail::AttentionParams& p) {
   const detail::AttentionProblem& pr = p.problem;
-  const KernelChoice kernel = choose_kernel(pr);
+  int device = 0;
+  KVINFER_CUDA_CHECK(cudaGetDevice(&device));
+  const KernelChoice kernel = choose_kernel(pr, device);
   // Vector loads need 16-byte (8 elements) alignment of every row.
   const auto aligned = [](const TensorView& t, int dims) {
     if (reinterpret_cast<std::uintptr_t>(t.data()) % (8 * t.element_size()) != 0) return false;
@@ -217,7 +274,7 @@ void run_attention(const detail::AttentionParams& p) {
   const AttentionKernelParams k = make_kernel_params(p);
   const cudaStream_t stream = to_cuda_stream(p.stream);
   if (p.max_items > 0) {
-    kernel.instance->launch(k, p.q_tile_rows, p.max_items, stream);
+    kernel.launch()(k, p.q_tile_rows, p.max_items, stream);
     KVINFER_CUDA_CHECK_LAUNCH();
   }
   launch_merge_partials(k, pr.o_dtype, int(pr.head_dim_vo), p.max_merge_tokens, stream);
