@@ -93,77 +93,78 @@ __global__ void __launch_bounds__(HopperPrefillShape<D>::kThreads, HopperPrefill
     const std::int64_t head = item.kv_head * group + in_group;
     return static_cast<const char*>(p.q) + ((r.qo_begin + tok) * p.q_stride_n + head * p.q_stride_h) * 2;
   };
-  // K and V rows. A thread copies 16-byte chunk `chunk` of rows row0 + kStep * i of
-  // each tile. Paged KV: the page ids of a tile's rows are read one iteration before
-  // its K copies need them and kept for its V copies an iteration later, so no copy
-  // waits on a page-table read (a dependent L2 round trip per copy would stall the
-  // warps that also compute).
-  constexpr int kUnits = D / 8, kStep = kThreads / kUnits, kPasses = kKeys / kStep;
-  static_assert(kKeys % kStep == 0 && kStep % 8 == 0, "a thread's rows share one swizzle phase");
-  const int row0 = int(threadIdx.x) / kUnits, chunk = int(threadIdx.x) % kUnits;
-  const int dst0 = SwizzledPanels<D, kKeys>::offset(row0, chunk);
+  // K and V rows. Four threads copy each key row of a tile (a thread owns one row, so
+  // it looks the row up once per tile): thread q of the four copies chunks q + 4 j,
+  // so that for each j the four read 64 contiguous bytes. Chunk q + 4 j lands in
+  // panel j / 2 at swizzled chunk (q + 4 (j % 2)) ^ (row % 8) = that of j = 0 XOR 4 (j % 2).
+  // Paged KV: the page id of a tile's row is read one iteration before its K copies
+  // need it and kept for its V copies an iteration later, so no copy waits on a
+  // page-table read (a dependent L2 round trip would stall the warps that compute).
+  constexpr int kRowThreads = 4, kCopies = D / 8 / kRowThreads;
+  static_assert(kThreads == kRowThreads * kKeys, "a thread per row quarter");
+  const int key_row = int(threadIdx.x) / kRowThreads, quarter = int(threadIdx.x) % kRowThreads;
+  const int dst0 = key_row * 128 + ((quarter ^ (key_row & 7)) * 16);
   const std::int32_t* pages = kPaged ? p.kv_indices + r.kv_begin : nullptr;
   const std::int64_t ragged_offset = kPaged ? 0 : std::int64_t(r.kv_begin);
   const char* k_base = static_cast<const char*>(p.k) +
-                       (item.kv_head * p.k_stride_head + ragged_offset * p.k_stride_token) * 2 + chunk * 16;
+                       (item.kv_head * p.k_stride_head + ragged_offset * p.k_stride_token) * 2 + quarter * 16;
   const char* v_base = static_cast<const char*>(p.v) +
-                       (item.kv_head * p.v_stride_head + ragged_offset * p.v_stride_token) * 2 + chunk * 16;
+                       (item.kv_head * p.v_stride_head + ragged_offset * p.v_stride_token) * 2 + quarter * 16;
   // Byte strides fit 32 bits (the launch checks; 32 x 32 -> 64-bit products are one
-  // instruction each, the address math of every copy).
+  // instruction each).
   const std::int32_t k_page_bytes = std::int32_t(p.k_stride_page * 2), k_token_bytes = std::int32_t(p.k_stride_token * 2);
   const std::int32_t v_page_bytes = std::int32_t(p.v_stride_page * 2), v_token_bytes = std::int32_t(p.v_stride_token * 2);
-  const auto fetch_pages = [&](int t, std::int32_t (&ids)[kPasses]) {
+  const auto fetch_page = [&](int t) -> std::int32_t {
     if constexpr (kPaged) {
-#pragma unroll
-      for (int i = 0; i < kPasses; ++i) {
-        const int key = min(key_begin + t * kKeys + row0 + i * kStep, key_end - 1);  // past the end: any valid page
-        ids[i] = __ldg(pages + p.page_size.div(std::uint32_t(key)));
-      }
+      const int key = min(key_begin + t * kKeys + key_row, key_end - 1);  // past the end: any valid page
+      return __ldg(pages + p.page_size.div(std::uint32_t(key)));
+    } else {
+      return 0;
     }
   };
-  const auto copy_rows = [&](unsigned char* tile, const char* base, std::int32_t page_bytes, std::int32_t token_bytes,
-                             int t, const std::int32_t (&ids)[kPasses]) {
+  const auto copy_row = [&](unsigned char* tile, const char* base, std::int32_t page_bytes, std::int32_t token_bytes,
+                            int t, std::int32_t page) {
+    const int key = key_begin + t * kKeys + key_row;
+    const bool ok = key < key_end;
+    const char* src;
+    if constexpr (kPaged) {
+      std::uint32_t slot;
+      p.page_size.divmod(std::uint32_t(ok ? key : key_begin), &slot);
+      src = base + std::int64_t(page) * page_bytes + std::int32_t(slot) * token_bytes;
+    } else {
+      src = base + std::int64_t(ok ? key : key_begin) * token_bytes;
+    }
 #pragma unroll
-    for (int i = 0; i < kPasses; ++i) {
-      const int key = key_begin + t * kKeys + row0 + i * kStep;
-      const bool ok = key < key_end;
-      const char* src;
-      if constexpr (kPaged) {
-        std::uint32_t slot;
-        p.page_size.divmod(std::uint32_t(ok ? key : key_begin), &slot);
-        src = base + std::int64_t(ids[i]) * page_bytes + std::int32_t(slot) * token_bytes;
-      } else {
-        src = base + std::int64_t(ok ? key : key_begin) * token_bytes;
-      }
-      ptx::cp_async_or_zero<16>(tile + dst0 + i * kStep * 128, src, ok);
+    for (int j = 0; j < kCopies; ++j) {
+      ptx::cp_async_or_zero<16>(tile + (j / 2) * (kKeys * 128) + (dst0 ^ (64 * (j % 2))), src + 64 * j, ok);
     }
   };
-  std::int32_t k_pages[kPasses], v_pages[kPasses];  // paged: page ids of the next K and V copies
-  const auto load_k = [&](int t, const std::int32_t (&ids)[kPasses]) {
-    copy_rows(smem + S::k + (t % S::kStages) * S::k_stage, k_base, k_page_bytes, k_token_bytes, t, ids);
+  std::int32_t k_page = 0, v_page = 0;  // paged: page ids of the next K and V copies
+  const auto load_k = [&](int t, std::int32_t page) {
+    copy_row(smem + S::k + (t % S::kStages) * S::k_stage, k_base, k_page_bytes, k_token_bytes, t, page);
   };
-  const auto load_v = [&](int t, const std::int32_t (&ids)[kPasses]) {
-    copy_rows(smem + S::v + (t % S::kStages) * S::v_stage, v_base, v_page_bytes, v_token_bytes, t, ids);
+  const auto load_v = [&](int t, std::int32_t page) {
+    copy_row(smem + S::v + (t % S::kStages) * S::v_stage, v_base, v_page_bytes, v_token_bytes, t, page);
   };
 
   // Prologue: Q and K_0 (one group), then V_{j-1} and K_j for j < kStages (a group
   // each); then the pages of the first K the loop copies.
   load_tile16<kThreads, S::kTileRows, D, SwizzledPanels>(smem + S::q, q_row, rows);
   if (num_tiles > 0) {
-    fetch_pages(0, v_pages);
-    load_k(0, v_pages);
+    v_page = fetch_page(0);
+    load_k(0, v_page);
   }
   ptx::cp_async_commit();
 #pragma unroll
   for (int j = 1; j < S::kStages; ++j) {
-    if (j - 1 < num_tiles) load_v(j - 1, v_pages);
+    if (j - 1 < num_tiles) load_v(j - 1, v_page);
     if (j < num_tiles) {
-      fetch_pages(j, v_pages);
-      load_k(j, v_pages);  // v_pages now holds the pages of V_j
+      v_page = fetch_page(j);
+      load_k(j, v_page);  // v_page now holds the page of V_j
     }
     ptx::cp_async_commit();
   }
-  if (S::kStages < num_tiles) fetch_pages(S::kStages, k_pages);
+  if (S::kStages < num_tiles) k_page = fetch_page(S::kStages);
 
   // This thread's rows (accumulator rows g and g + 8 of its warp's 16).
   int tok[1][2];
@@ -263,13 +264,12 @@ __global__ void __launch_bounds__(HopperPrefillShape<D>::kThreads, HopperPrefill
     // The next copies are issued while the tensor cores work, into free stages:
     // K_{t+S} takes K_t's (read by S_t, completed in iteration t - 1) and V_{t+S-1}
     // takes V_{t-1}'s (read by O += P V of iteration t - 1), S = kStages.
-    if (t + S::kStages < num_tiles) load_k(t + S::kStages, k_pages);
-    if (t + S::kStages - 1 < num_tiles) load_v(t + S::kStages - 1, v_pages);
+    if (t + S::kStages < num_tiles) load_k(t + S::kStages, k_page);
+    if (t + S::kStages - 1 < num_tiles) load_v(t + S::kStages - 1, v_page);
     ptx::cp_async_commit();
     if constexpr (kPaged) {
-#pragma unroll
-      for (int i = 0; i < kPasses; ++i) v_pages[i] = k_pages[i];  // V_{t+S}'s pages are K_{t+S}'s
-      if (t + S::kStages + 1 < num_tiles) fetch_pages(t + S::kStages + 1, k_pages);
+      v_page = k_page;  // V_{t+S}'s page is K_{t+S}'s
+      if (t + S::kStages + 1 < num_tiles) k_page = fetch_page(t + S::kStages + 1);
     }
     if constexpr (kNext) {
       wgmma::wait<1>();  // S_{t+1}; O += P_t V_t may still run
