@@ -52,6 +52,59 @@ struct HopperPrefillShape {
   static constexpr int kSmem = bytes + 1024;  // slack to align the base to 1024 bytes (swizzle atoms)
 };
 
+// Epilogue of a whole (unsplit) item: each warpgroup normalises its 64 rows of O,
+// stages them in 16-bit in its own rows of the Q tile (free: its last S = Q K^T has
+// completed) with 16-byte chunks swizzled by row, and then writes them as whole
+// 16-byte chunks, a row's head slice by consecutive threads (the accumulator layout
+// would write 4 bytes per thread, 8 rows per instruction). LSE as in store_output.
+template <class TO, int D, int kVoFrags>
+__device__ __forceinline__ void store_output_staged(const AttentionKernelParams& p, const detail::WorkItem& item,
+                                                    const detail::RequestInfo& r, const float (&o)[1][kVoFrags][4],
+                                                    const float (&row_max)[1][2], const float (&row_sum)[1][2], float sc,
+                                                    int rows, unsigned char* q_tile, int warpgroup) {
+  const int lane = int(threadIdx.x) % 32, warp_in_group = (int(threadIdx.x) / 32) % 4;
+  unsigned char* stage = q_tile + warpgroup * 64 * D * 2;  // this warpgroup's 64 rows, D * 2 bytes each
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float sum = row_sum[0][h];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const int row = warp_in_group * 16 + lane / 4 + 8 * h;  // within the warpgroup
+    const int i = warpgroup * 64 + row;                      // within the tile
+    const float norm = sum > 0.0f ? p.v_scale / sum : 0.0f;
+    // Fragment c holds columns [8c, 8c + 8): chunk c of the row, 4 bytes per thread.
+#pragma unroll
+    for (int c = 0; c < kVoFrags; ++c) {
+      *reinterpret_cast<std::uint32_t*>(stage + swizzled_chunk<D>(row, c) * 16 + 4 * (lane % 4)) =
+          mma::pack2<TO>(o[0][c][2 * h] * norm, o[0][c][2 * h + 1] * norm);
+    }
+    if (lane % 4 == 0 && p.lse && i < rows) {
+      std::uint32_t in_group;
+      const std::int64_t tk = p.group_div.divmod(std::uint32_t(item.row_begin + i), &in_group);
+      const std::int64_t orow = r.qo_begin + tk, head = item.kv_head * p.group_size + in_group;
+      p.lse[orow * p.lse_stride_n + head * p.lse_stride_h] = sum > 0.0f ? row_max[0][h] * sc + __log2f(sum) : -INFINITY;
+    }
+  }
+  // The warpgroup's rows are staged (named barriers 1 and 2: one per warpgroup).
+  if (warpgroup == 0) {
+    asm volatile("bar.sync 1, 128;" ::: "memory");
+  } else {
+    asm volatile("bar.sync 2, 128;" ::: "memory");
+  }
+  constexpr int kChunks = D / 8, kRowsPerPass = 128 / kChunks;
+  const int t = int(threadIdx.x) % 128, chunk = t % kChunks;
+#pragma unroll
+  for (int row = t / kChunks; row < 64; row += kRowsPerPass) {
+    const int i = warpgroup * 64 + row;
+    if (i >= rows) break;  // rows are in order: the rest are past the item's end too
+    std::uint32_t in_group;
+    const std::int64_t tk = p.group_div.divmod(std::uint32_t(item.row_begin + i), &in_group);
+    const std::int64_t orow = r.qo_begin + tk, head = item.kv_head * p.group_size + in_group;
+    const uint4 v = *reinterpret_cast<const uint4*>(stage + swizzled_chunk<D>(row, chunk) * 16);
+    ptx::st_v4(static_cast<TO*>(p.o) + orow * p.o_stride_n + head * p.o_stride_h + chunk * 8, v);
+  }
+}
+
 template <class T, class TO, int D, bool kPaged>
 __global__ void __launch_bounds__(HopperPrefillShape<D>::kThreads, HopperPrefillShape<D>::kMinBlocks)
     prefill_kernel_sm90(const __grid_constant__ AttentionKernelParams p) {
@@ -150,21 +203,20 @@ __global__ void __launch_bounds__(HopperPrefillShape<D>::kThreads, HopperPrefill
   // Prologue: Q and K_0 (one group), then V_{j-1} and K_j for j < kStages (a group
   // each); then the pages of the first K the loop copies.
   load_tile16<kThreads, S::kTileRows, D, SwizzledPanels>(smem + S::q, q_row, rows);
-  if (num_tiles > 0) {
-    v_page = fetch_page(0);
-    load_k(0, v_page);
-  }
+  // The page ids of the first tiles are read together (one round trip, not one each).
+  std::int32_t first_pages[S::kStages + 1];
+#pragma unroll
+  for (int j = 0; j <= S::kStages; ++j) first_pages[j] = j < num_tiles ? fetch_page(j) : 0;
+  if (num_tiles > 0) load_k(0, first_pages[0]);
   ptx::cp_async_commit();
 #pragma unroll
   for (int j = 1; j < S::kStages; ++j) {
-    if (j - 1 < num_tiles) load_v(j - 1, v_page);
-    if (j < num_tiles) {
-      v_page = fetch_page(j);
-      load_k(j, v_page);  // v_page now holds the page of V_j
-    }
+    if (j - 1 < num_tiles) load_v(j - 1, first_pages[j - 1]);
+    if (j < num_tiles) load_k(j, first_pages[j]);
     ptx::cp_async_commit();
   }
-  if (S::kStages < num_tiles) k_page = fetch_page(S::kStages);
+  v_page = first_pages[S::kStages - 1];
+  k_page = first_pages[S::kStages];
 
   // This thread's rows (accumulator rows g and g + 8 of its warp's 16).
   int tok[1][2];
@@ -293,7 +345,17 @@ __global__ void __launch_bounds__(HopperPrefillShape<D>::kThreads, HopperPrefill
   for (int t = 0; t + 1 < num_tiles; ++t) step(t, std::true_type{});
   if (num_tiles > 0) step(num_tiles - 1, std::false_type{});
 
-  store_output<TO, D, 16>(p, item, r, o, row_max, row_sum, sc, rows, warp, lane);
+  if (r.num_chunks > 1) {
+    store_output<TO, D, 16>(p, item, r, o, row_max, row_sum, sc, rows, warp, lane);  // fp32 partial state
+  } else {
+    // An item without keys never waited for its Q tile, whose rows (copied by any
+    // thread) the epilogue reuses: the copies land and the barrier orders them first.
+    if (num_tiles == 0) {
+      ptx::cp_async_wait_all();
+      __syncthreads();
+    }
+    store_output_staged<TO, D>(p, item, r, o, row_max, row_sum, sc, rows, smem + S::q, warpgroup);
+  }
 #endif
 }
 
