@@ -188,14 +188,19 @@ void AttentionPlan::plan(const PlanRequest& req) {
       for (std::size_t i = 0; i < elems.size(); ++i) indptr_host.data_as<std::int32_t>()[i] = std::int32_t(elems[i]);
       Tensor indptr = device_.is_cpu() ? std::move(indptr_host) : indptr_host.to(device_);
       SegmentPacked packed = segment_packbits(m, indptr, BitOrder::kLittle);
-      custom_mask_packed_ = std::move(packed.data);
-      custom_mask_ = custom_mask_packed_.view();
+      // The packed mask lives in a buffer that re-plans reuse while it is large enough:
+      // a CUDA graph captured from run() holds its address.
+      const std::int64_t bytes = packed.data.numel();
+      if (!custom_mask_packed_.defined() || custom_mask_packed_.numel() < bytes) {
+        custom_mask_packed_ = Tensor::empty({std::max<std::int64_t>(bytes, 1)}, DType::kU8, device_);
+      }
+      custom_mask_ = custom_mask_packed_.view().slice(0, 0, bytes);
+      copy(custom_mask_, packed.data);
     } else {
       require_v(m.size(0) == mask_offsets.back(), op, "custom_mask.shape[0]", m.size(0),
                 fmt::format("a packed mask has sum(ceil(qo_len * kv_len / 8)) = {} bytes (each request padded "
                             "to a whole byte)", mask_offsets.back()));
-      custom_mask_packed_ = Tensor();
-      custom_mask_ = m;
+      custom_mask_ = m;  // the caller's buffer (its address is the caller's to keep)
     }
   }
 
@@ -206,7 +211,10 @@ void AttentionPlan::plan(const PlanRequest& req) {
   if (pr.pos_encoding == PosEncoding::kAlibi) {
     std::vector<float> slopes = req.options.alibi_slopes.empty() ? alibi_slopes(int(pr.num_qo_heads))
                                                                  : req.options.alibi_slopes;
-    alibi_slopes_ = Tensor::empty({pr.num_qo_heads}, DType::kF32, device_);
+    // Reused across re-plans with the same head count (a captured CUDA graph holds its address).
+    if (!alibi_slopes_.defined() || alibi_slopes_.numel() != pr.num_qo_heads) {
+      alibi_slopes_ = Tensor::empty({pr.num_qo_heads}, DType::kF32, device_);
+    }
     copy(alibi_slopes_, TensorView(slopes.data(), DType::kF32, {pr.num_qo_heads}));
   }
   kv_indices_ = req.kv_indices;

@@ -69,8 +69,10 @@ class AttentionPlan {
   AttentionProblem problem_;
   Schedule schedule_;
   TensorView kv_indices_;
-  Tensor custom_mask_packed_;  // owned when plan packed a boolean mask
-  TensorView custom_mask_;     // what run reads: owned or the caller's packed buffer
+  // Device buffers run() reads, kept across re-plans where they fit: a CUDA graph
+  // captured from run() holds their addresses.
+  Tensor custom_mask_packed_;  // a boolean mask packed by plan (grows, never shrinks)
+  TensorView custom_mask_;     // what run reads: a prefix of custom_mask_packed_ or the caller's packed mask
   Tensor alibi_slopes_;        // float32 [Hq] on the device
   PlanWorkspace workspace_;
 };

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Properties of the CPU attention beyond the oracle comparison: batch and thread
 // invariance with a fixed split size, custom mask == causal, one visible key with
-// an extreme logit, and fixed-capacity re-planning.
+// an extreme logit, fixed-capacity re-planning, re-plans with custom masks and ALiBi.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -152,6 +152,40 @@ TEST(CpuAttention, FixedCapacityReplan) {
   EXPECT_THROW(fixed.plan({.page_table = t.view(), .num_qo_heads = hq, .num_kv_heads = hk, .head_dim = d,
                            .page_size = page}),
                Error);
+}
+
+// One wrapper re-planned with boolean custom masks of other sizes (the packed mask's
+// buffer is reused while it fits, grown when not) and ALiBi gives bitwise the
+// results of a fresh wrapper for each batch.
+TEST(CpuAttention, ReplansWithCustomMasksAndAlibiMatchFreshPlans) {
+  Rng rng(17);
+  const std::int64_t hq = 4, hk = 2, d = 64;
+  BatchPrefillWithRaggedKVCache reused;
+  for (int trial = 0; trial < 5; ++trial) {
+    const int batch = 1 + trial % 3;
+    std::vector<std::int32_t> qo_indptr{0}, kv_indptr{0};
+    std::vector<std::uint8_t> mask;
+    for (int b = 0; b < batch; ++b) {
+      const int qo = 1 + int(rng() % (trial == 3 ? 90 : 20)), kv = qo + int(rng() % 40);  // trial 3 grows the mask
+      qo_indptr.push_back(qo_indptr.back() + qo);
+      kv_indptr.push_back(kv_indptr.back() + kv);
+      for (int i = 0; i < qo * kv; ++i) mask.push_back(rng() % 3 != 0);
+    }
+    const std::int64_t nnz_q = qo_indptr.back(), nnz_kv = kv_indptr.back();
+    Tensor q = random_bf16({nnz_q, hq, d}, rng), k = random_bf16({nnz_kv, hk, d}, rng), v = random_bf16({nnz_kv, hk, d}, rng);
+    const Tensor qi = int32_tensor(qo_indptr), ki = int32_tensor(kv_indptr);
+    const RaggedPrefillPlanArgs args{
+        .qo_indptr = qi, .kv_indptr = ki, .num_qo_heads = hq, .num_kv_heads = hk, .head_dim_qk = d,
+        .options = {.mask_mode = MaskMode::kCustom, .pos_encoding = PosEncoding::kAlibi},
+        .custom_mask = TensorView(mask.data(), DType::kBool, {std::int64_t(mask.size())})};
+    Tensor out_reused = Tensor::empty({nnz_q, hq, d}, DType::kBF16), out_fresh = Tensor::empty({nnz_q, hq, d}, DType::kBF16);
+    reused.plan(args);
+    reused.run(q, k, v, out_reused);
+    BatchPrefillWithRaggedKVCache fresh;
+    fresh.plan(args);
+    fresh.run(q, k, v, out_fresh);
+    EXPECT_EQ(bits(out_reused), bits(out_fresh)) << "trial " << trial;
+  }
 }
 
 }  // namespace

@@ -203,11 +203,10 @@ struct PrefillErrors {
   int nan = 0, inf_mismatch = 0;
 };
 
-void check_prefill_graph(PrefillKind kind) {
+void check_prefill_graph(PrefillKind kind, const AttentionOptions& options = {.mask_mode = MaskMode::kCausal}) {
   const bool ragged = kind == PrefillKind::kRagged;
   Rng rng(ragged ? 31 : 32);
   const Device gpu = Device::cuda(0);
-  const AttentionOptions options{.mask_mode = MaskMode::kCausal};
   const Capacity capacity{
       .max_batch = kPfBatch, .max_qo_tokens = kPfQoTokens, .max_kv = ragged ? kPfKvTokens : kPfPages};
   // Buffers at capacity size whose addresses the graph captures; each trial writes
@@ -420,6 +419,13 @@ TEST(CudaPrefillGraph, RaggedCapturedRunReplaysAcrossReplans) {
 TEST(CudaPrefillGraph, PagedCapturedRunReplaysAcrossReplans) {
   KVINFER_SKIP_WITHOUT_GPU();
   check_prefill_graph(PrefillKind::kPaged);
+}
+
+// ALiBi: the slopes live in a device buffer of the plan, which re-plans must keep
+// at the address the graph captured.
+TEST(CudaPrefillGraph, AlibiSlopesKeepTheirAddressAcrossReplans) {
+  KVINFER_SKIP_WITHOUT_GPU();
+  check_prefill_graph(PrefillKind::kRagged, {.mask_mode = MaskMode::kCausal, .pos_encoding = PosEncoding::kAlibi});
 }
 
 }  // namespace
