@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Properties of the CPU attention beyond the oracle comparison: batch and thread
 // invariance with a fixed split size, custom mask == causal, one visible key with
-// an extreme logit, fixed-capacity re-planning, re-plans with custom masks and ALiBi.
+// an extreme logit, fixed-capacity re-planning, re-plans with custom masks and ALiBi,
+// options.backend ignored on the CPU.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -186,6 +187,30 @@ TEST(CpuAttention, ReplansWithCustomMasksAndAlibiMatchFreshPlans) {
     fresh.run(q, k, v, out_fresh);
     EXPECT_EQ(bits(out_reused), bits(out_fresh)) << "trial " << trial;
   }
+}
+
+// options.backend chooses a CUDA prefill mainloop; the CPU backend ignores it and
+// gives bitwise the same result for each value. Its names are FlashInfer's.
+TEST(CpuAttention, PrefillBackendIsIgnoredOnTheCpu) {
+  Rng rng(18);
+  const std::vector<std::int32_t> qo_indptr{0, 70, 75}, kv_indptr{0, 90, 300};
+  const std::int64_t hq = 8, hk = 2, d = 64;
+  Tensor q = random_bf16({75, hq, d}, rng), k = random_bf16({300, hk, d}, rng), v = random_bf16({300, hk, d}, rng);
+  const Tensor qi = int32_tensor(qo_indptr), ki = int32_tensor(kv_indptr);
+  std::vector<std::vector<std::uint16_t>> results;
+  for (PrefillBackend backend : {PrefillBackend::kAuto, PrefillBackend::kPortable, PrefillBackend::kHopper}) {
+    BatchPrefillWithRaggedKVCache w;
+    w.plan({.qo_indptr = qi, .kv_indptr = ki, .num_qo_heads = hq, .num_kv_heads = hk, .head_dim_qk = d,
+            .options = {.mask_mode = MaskMode::kCausal, .backend = backend}});
+    Tensor out = Tensor::empty({75, hq, d}, DType::kBF16);
+    w.run(q, k, v, out);
+    results.push_back(bits(out));
+  }
+  EXPECT_EQ(results[0], results[1]);
+  EXPECT_EQ(results[0], results[2]);
+  EXPECT_EQ(prefill_backend_name(PrefillBackend::kAuto), "auto");
+  EXPECT_EQ(prefill_backend_name(PrefillBackend::kPortable), "fa2");
+  EXPECT_EQ(prefill_backend_name(PrefillBackend::kHopper), "fa3");
 }
 
 }  // namespace
