@@ -10,8 +10,8 @@
 // staging buffer and is converted (exactly) to the query's type; RoPE rotates Q once
 // and each K tile in shared memory. Per-element masking runs only on tiles the mask
 // classifies as partial. The kernel is issue-bound (docs/performance.md), so every
-// pass that a tile may not need sits behind a uniform branch. Included only by the
-// instance files.
+// pass that a tile may not need sits behind a uniform branch. Included by
+// prefill_launch.cuh and the Hopper mainloop, which shares its helpers.
 #pragma once
 
 #include <cuda_runtime.h>

@@ -19,7 +19,7 @@
 // and each copy has S - 1 iterations to land.
 // Runs 16-bit KV of the query's type with head_dim_qk == head_dim_vo in {64, 128,
 // 256}, no RoPE and none of the general logits; everything else takes the portable
-// kernel (the selector decides, see selector.cu). Included only by instance files.
+// kernel (the selector decides, see selector.cu). Included by prefill_launch.cuh.
 #pragma once
 
 #include "cuda/attention/prefill_kernel.cuh"
