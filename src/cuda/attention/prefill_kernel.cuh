@@ -105,6 +105,17 @@ struct SwizzledLane {
   }
 };
 
+// Address of packed row i of a work item's q tile (16-bit q): packed row
+// row_begin + i is token (row_begin + i) / group of the request, qo head
+// kv_head * group + (row_begin + i) % group.
+__device__ __forceinline__ const char* packed_q_row(const AttentionKernelParams& p, const detail::WorkItem& item,
+                                                    const detail::RequestInfo& r, int group, int i) {
+  std::uint32_t in_group;
+  const std::int64_t tok = p.group_div.divmod(std::uint32_t(item.row_begin + i), &in_group);
+  const std::int64_t head = item.kv_head * group + in_group;
+  return static_cast<const char*>(p.q) + ((r.qo_begin + tok) * p.q_stride_n + head * p.q_stride_h) * 2;
+}
+
 // Copies kRows rows of D 16-bit elements into a swizzled tile; rows >= valid are zeros.
 template <int kThreads, int kRows, int D, template <int, int> class Layout = SwizzledRows, class RowPtr>
 __device__ __forceinline__ void load_tile16(unsigned char* tile, const RowPtr& row_ptr, int valid) {
@@ -427,13 +438,7 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
   unsigned char* sq = smem + L::q;
   float* freq = reinterpret_cast<float*>(smem + L::freq);
 
-  // Q rows: packed row -> (token, head).
-  const auto q_row = [&](int i) {
-    std::uint32_t in_group;
-    const std::int64_t tok = p.group_div.divmod(std::uint32_t(item.row_begin + i), &in_group);
-    const std::int64_t head = item.kv_head * group + in_group;
-    return static_cast<const char*>(p.q) + ((r.qo_begin + tok) * p.q_stride_n + head * p.q_stride_h) * 2;
-  };
+  const auto q_row = [&](int i) { return packed_q_row(p, item, r, group, i); };
   load_tile16<kThreads, S::kTileRows, DQK>(sq, q_row, rows);
 
   const std::int64_t elem = sizeof(TKV);

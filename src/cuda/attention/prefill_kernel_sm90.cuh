@@ -140,12 +140,7 @@ __global__ void __launch_bounds__(HopperPrefillShape<D>::kThreads, HopperPrefill
   const int key_end = min(item.kv_end, mask.last_key(tok_hi));
   const int num_tiles = key_end > key_begin ? (key_end - key_begin + kKeys - 1) / kKeys : 0;
 
-  const auto q_row = [&](int i) {
-    std::uint32_t in_group;
-    const std::int64_t tok = p.group_div.divmod(std::uint32_t(item.row_begin + i), &in_group);
-    const std::int64_t head = item.kv_head * group + in_group;
-    return static_cast<const char*>(p.q) + ((r.qo_begin + tok) * p.q_stride_n + head * p.q_stride_h) * 2;
-  };
+  const auto q_row = [&](int i) { return packed_q_row(p, item, r, group, i); };
   // K and V rows. Four threads copy each key row of a tile (a thread owns one row, so
   // it looks the row up once per tile): thread q of the four copies chunks q + 4 j,
   // so that for each j the four read 64 contiguous bytes. Chunk q + 4 j lands in
