@@ -368,6 +368,59 @@ __device__ __forceinline__ void store_output(const AttentionKernelParams& p, con
   }
 }
 
+// Epilogue of a whole (unsplit) item through shared memory: each warp normalises
+// its rows of O, stages them in 16-bit in its own rows of the Q tile (free once its
+// last S = Q K^T is done; rows of D 16-bit elements, 16-byte chunks swizzled by row)
+// and writes them back as whole 16-byte chunks, a row's head slice by consecutive
+// lanes (the accumulator layout writes 4 bytes per lane, 8 rows per store). LSE as
+// in store_output. `stage` is the warp's first row of the Q tile.
+template <class TO, int D, int kRowsPerWarp, int kMmaM, int kVoFrags>
+__device__ __forceinline__ void store_output_warp_staged(const AttentionKernelParams& p, const detail::WorkItem& item,
+                                                         const detail::RequestInfo& r,
+                                                         const float (&o)[kMmaM][kVoFrags][4],
+                                                         const float (&row_max)[kMmaM][2],
+                                                         const float (&row_sum)[kMmaM][2], float sc, int rows,
+                                                         unsigned char* stage, int warp, int lane) {
+  static_assert(kVoFrags == D / 8 && kRowsPerWarp == 16 * kMmaM);
+#pragma unroll
+  for (int m = 0; m < kMmaM; ++m) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float sum = row_sum[m][h];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const int row = m * 16 + lane / 4 + 8 * h;  // within the warp's rows
+      const int i = warp * kRowsPerWarp + row;    // within the tile
+      const float norm = sum > 0.0f ? p.v_scale / sum : 0.0f;
+#pragma unroll
+      for (int c = 0; c < kVoFrags; ++c) {
+        *reinterpret_cast<std::uint32_t*>(stage + swizzled_chunk<D>(row, c) * 16 + 4 * (lane % 4)) =
+            mma::pack2<TO>(o[m][c][2 * h] * norm, o[m][c][2 * h + 1] * norm);
+      }
+      if (lane % 4 == 0 && p.lse && i < rows) {
+        std::uint32_t in_group;
+        const std::int64_t tk = p.group_div.divmod(std::uint32_t(item.row_begin + i), &in_group);
+        const std::int64_t orow = r.qo_begin + tk, head = item.kv_head * p.group_size + in_group;
+        p.lse[orow * p.lse_stride_n + head * p.lse_stride_h] = sum > 0.0f ? row_max[m][h] * sc + __log2f(sum) : -INFINITY;
+      }
+    }
+  }
+  __syncwarp();
+  constexpr int kChunks = D / 8, kRowsPerPass = 32 / kChunks > 0 ? 32 / kChunks : 1;
+  const int chunk = lane % kChunks;
+#pragma unroll
+  for (int row = lane / kChunks; row < kRowsPerWarp; row += kRowsPerPass) {
+    if (32 < kChunks) break;  // rows wider than a warp pass: not used (D <= 256 keeps kChunks <= 32)
+    const int i = warp * kRowsPerWarp + row;
+    if (i >= rows) break;  // rows are in order: the rest are past the item's end too
+    std::uint32_t in_group;
+    const std::int64_t tk = p.group_div.divmod(std::uint32_t(item.row_begin + i), &in_group);
+    const std::int64_t orow = r.qo_begin + tk, head = item.kv_head * p.group_size + in_group;
+    const uint4 v = *reinterpret_cast<const uint4*>(stage + swizzled_chunk<D>(row, chunk) * 16);
+    ptx::st_v4(static_cast<TO*>(p.o) + orow * p.o_stride_n + head * p.o_stride_h + chunk * 8, v);
+  }
+}
+
 // Makes a 16-bit compute tile of kRows rows ready in place: converts it from the fp8
 // staging tile (raw != null) and/or rotates it by RoPE (freq != null) at position
 // pos(row). Each thread owns whole chunk pairs, so no barrier is needed inside.
@@ -607,7 +660,18 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
     __syncthreads();  // every warp is done with this stage before it is refilled
   }
 
-  store_output<TO, DVO, kRowsPerWarp>(p, item, r, o, row_max, row_sum, sc, rows, warp, lane);
+  if (r.num_chunks > 1 || DQK != DVO) {
+    store_output<TO, DVO, kRowsPerWarp>(p, item, r, o, row_max, row_sum, sc, rows, warp, lane);
+  } else {
+    // An item without keys never waited for its Q tile, whose rows (copied by any
+    // thread) the epilogue reuses: the copies land and the barrier orders them first.
+    if (num_tiles == 0) {
+      ptx::cp_async_wait_all();
+      __syncthreads();
+    }
+    store_output_warp_staged<TO, DVO, kRowsPerWarp>(p, item, r, o, row_max, row_sum, sc, rows,
+                                                    sq + warp * kRowsPerWarp * DQK * 2, warp, lane);
+  }
 }
 
 template <class TQ, class TKV, class TO, int DQK, int DVO, int kWarps, int kMmaM, bool kGeneral>
