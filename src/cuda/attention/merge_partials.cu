@@ -16,10 +16,24 @@
 namespace kvinfer::cuda {
 namespace {
 
-constexpr int kWarps = 4;
+constexpr int kWarps = 8;
 
-// One CTA per (query row, head): the warps take the chunks in turn, every lane 4
-// dims, so one long request split into hundreds of chunks merges in parallel.
+// The maximum over the CTA's threads (every thread gets it).
+__device__ __forceinline__ float block_max(float x, float* scratch) {
+#pragma unroll
+  for (int off = 16; off >= 1; off /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, off));
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = x;
+  __syncthreads();
+  float m = scratch[0];
+#pragma unroll
+  for (int w = 1; w < kWarps; ++w) m = fmaxf(m, scratch[w]);
+  return m;
+}
+
+// One CTA per (query row, head). A request split into hundreds of chunks (one long
+// request next to short ones, or one request alone) must not merge them one after
+// another: the threads take the chunks' LSE in turn for the maximum, then the warps
+// take the chunks in turn with every lane 4 dims, several chunks' loads in flight.
 template <class TO>
 __global__ void __launch_bounds__(kWarps * 32)
     merge_partials_kernel(const __grid_constant__ AttentionKernelParams p, int head_dim) {
@@ -29,8 +43,11 @@ __global__ void __launch_bounds__(kWarps * 32)
   const detail::RequestInfo r = p.requests[mt.request];
   const std::int64_t t = mt.row - r.qo_begin;
   const auto partial_row = [&](int c) { return r.partial_begin + std::int64_t(c) * r.qo_len + t; };
+  const auto chunk_lse = [&](int c) { return p.partial_lse[partial_row(c) * p.num_qo_heads + h]; };
+  __shared__ float sm_max[kWarps];
   float m = -INFINITY;
-  for (int c = 0; c < r.num_chunks; ++c) m = fmaxf(m, p.partial_lse[partial_row(c) * p.num_qo_heads + h]);
+  for (int c = int(threadIdx.x); c < r.num_chunks; c += kWarps * 32) m = fmaxf(m, chunk_lse(c));
+  m = block_max(m, sm_max);
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   __shared__ float sm_acc[kWarps][512];
@@ -39,6 +56,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   for (int e0 = lane * 4; e0 < head_dim; e0 += 128) {
     float acc[4] = {};
     if (m != -INFINITY) {
+#pragma unroll 4
       for (int c = warp; c < r.num_chunks; c += kWarps) {
         const std::int64_t prow = partial_row(c);
         const float w = exp2_approx(p.partial_lse[prow * p.num_qo_heads + h] - m);
