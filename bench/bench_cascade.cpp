@@ -78,18 +78,25 @@ int main(int argc, char** argv) try {
                  l0_last = host_i32({std::int32_t(kPage)}), l0_indices = host_i32(prefix).to(gpu);
     const Tensor l1_qo = host_i32(rows), l1_ip = host_i32(l1_indptr), l1_ls = host_i32(l1_last),
                  l1_ix = host_i32(l1_indices).to(gpu);
-    MultiLevelCascadeAttention cascade(2, gpu);
-    cascade.plan({.levels = {{l0_qo, {l0_indptr, l0_indices, l0_last}}, {l1_qo, {l1_ip, l1_ix, l1_ls}}},
-                  .num_qo_heads = kHq, .num_kv_heads = kHk, .head_dim = kD, .page_size = kPage});
-    const Timing t_cascade = timer.time([&] { cascade.run(q, kv, out, {.stream = timer.stream()}); }, 3,
-                                        std::max(args.runs, 20), true);
-    report.add_row({{"name", std::to_string(batch) + " x (32k shared + 256)"},
-                    {"batch", batch},
-                    {"plain_us", t_plain.median_us},
-                    {"cascade_us", t_cascade.median_us},
-                    {"ratio", t_cascade.median_us / t_plain.median_us},
-                    {"plain_p10_us", t_plain.p10_us},
-                    {"cascade_p10_us", t_cascade.p10_us}});
+    // The planner's split, then fixed ones: how much the prefix level's chunking costs.
+    for (const std::int64_t split : {std::int64_t(-1), std::int64_t(2048), std::int64_t(4096), std::int64_t(8192)}) {
+      const std::string name = std::to_string(batch) + " x (32k shared + 256)" +
+                               (split > 0 ? " split" + std::to_string(split) : std::string());
+      if (!args.selected(name)) continue;
+      MultiLevelCascadeAttention cascade(2, gpu);
+      cascade.plan({.levels = {{l0_qo, {l0_indptr, l0_indices, l0_last}}, {l1_qo, {l1_ip, l1_ix, l1_ls}}},
+                    .num_qo_heads = kHq, .num_kv_heads = kHk, .head_dim = kD, .page_size = kPage,
+                    .split = {.fixed_split_size = split}});
+      const Timing t_cascade = timer.time([&] { cascade.run(q, kv, out, {.stream = timer.stream()}); }, 3,
+                                          std::max(args.runs, 20), true);
+      report.add_row({{"name", name},
+                      {"batch", batch},
+                      {"plain_us", t_plain.median_us},
+                      {"cascade_us", t_cascade.median_us},
+                      {"ratio", t_cascade.median_us / t_plain.median_us},
+                      {"plain_p10_us", t_plain.p10_us},
+                      {"cascade_p10_us", t_cascade.p10_us}});
+    }
   }
   report.meta()["target"] = "cascade time <= 1/10 of plain paged decode of the same batch";
   report.finish(args, {"name", "plain_us", "cascade_us", "ratio"});

@@ -26,6 +26,7 @@ struct DecodeShape {
   std::int64_t num_qo_heads = 32, num_kv_heads = 8, head_dim = 128, page_size = 16;
   KVLayout layout = KVLayout::kNHD;
   DType kv_dtype = DType::kBF16;
+  SplitOptions split;  // the planner's automatic split unless set
 };
 
 DecodeShape equal(std::int64_t batch, std::int32_t len) {
@@ -118,7 +119,23 @@ int main(int argc, char** argv) try {
     s.kv_dtype = DType::kE4M3;
     shapes.push_back(s);
   }
+  // The split the planner picks against fixed ones (and none): how much of the gap
+  // to the read bandwidth the chunking explains.
+  const auto fixed = [&](DecodeShape s, std::int64_t split) {
+    s.name += split == 0 ? " nosplit" : " split" + std::to_string(split);
+    s.split = split == 0 ? SplitOptions{.disable_split_kv = true} : SplitOptions{.fixed_split_size = split};
+    shapes.push_back(s);
+  };
+  for (auto [b, l] : {std::pair{1, 32768}, {16, 8192}, {64, 4096}, {128, 2048}, {256, 1024}}) {
+    for (std::int64_t split : {0, 512, 2048}) {
+      if (split < l && (split > 0 || b > 1)) fixed(equal(b, l), split);
+    }
+  }
+  for (auto [b, l] : {std::pair{16, 8192}, {64, 4096}, {256, 1024}}) {
+    for (std::int64_t split : {512, 1024, 2048}) fixed(skewed(b, l), split);
+  }
   if (args.quick) shapes.resize(2);
+  std::erase_if(shapes, [&](const DecodeShape& s) { return !args.selected(s.name); });
 
   GpuTimer timer;
   std::uint64_t seed = 1;
@@ -127,7 +144,7 @@ int main(int argc, char** argv) try {
     BatchDecodeWithPagedKVCache w(Device::cuda(0), s.layout);
     w.plan({.page_table = {st.indptr, st.indices, st.last}, .num_qo_heads = s.num_qo_heads,
             .num_kv_heads = s.num_kv_heads, .head_dim = s.head_dim, .page_size = s.page_size,
-            .kv_dtype = s.kv_dtype});
+            .kv_dtype = s.kv_dtype, .split = s.split});
     const Timing t = timer.time([&] { w.run(st.q, st.kv, st.out, {.stream = timer.stream()}); }, 5,
                                 std::max(args.runs, 20), true);
     const double io = double(st.q.nbytes() + st.out.nbytes());

@@ -58,6 +58,7 @@ int main(int argc, char** argv) try {
       for (auto [b, l] : {std::pair<std::int64_t, std::int64_t>{16, 1024}, {4, 4096}, {1, 16384}})
         shapes.push_back({b, l, d, causal});
   if (args.quick) shapes.resize(2);
+  std::erase_if(shapes, [&](const PrefillShape& s) { return !args.selected(s.name()); });
 
   const Device gpu = Device::cuda(0);
   GpuTimer timer;

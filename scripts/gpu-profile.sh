@@ -1,19 +1,44 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Profiles kernels of one benchmark with Nsight Compute on the GPU machine, after
-# scripts/gpu-check.sh built it: speed of light, occupancy, warp stall reasons,
-# scheduler and instruction statistics, as text in OUTDIR/profile-<bench>.txt.
-# Usage: scripts/gpu-profile.sh OUTDIR BENCH KERNEL_REGEX [COUNT] [bench args...]
-#   e.g. scripts/gpu-profile.sh out bench_prefill prefill_kernel 2 --quick
+# Profiles one benchmark's cases with Nsight Compute on the GPU machine: builds the
+# benchmark (`default` instances, all cores), runs it once in full (its table and
+# JSON), then, for each case name given, profiles the kernels of that case's first
+# timed launches at the clocks the benchmark runs at.
+# Usage: scripts/gpu-profile.sh OUTDIR BENCH [CASE...]
+#   e.g. scripts/gpu-profile.sh out bench_decode "64x4096" "1x32768"
+# Environment: KVINFER_BUILD_DIR (build-gpu), KVINFER_PROFILE_KERNELS (an ncu kernel
+# regex; default: the attention and merge kernels), KVINFER_PROFILE_LAUNCHES (4).
+# Writes OUTDIR/BENCH.{log,json} and OUTDIR/ncu-N.txt per case.
 set -uo pipefail
-out=$1 bench=$2 kernel=$3 count=${4:-1}
-shift 4 2>/dev/null || shift $#
+cd "$(dirname "$0")/.." || exit 2
+[[ $# -ge 2 ]] || { echo "usage: $0 OUTDIR BENCH [CASE...]" >&2; exit 2; }
+out=$(mkdir -p "$1" && cd "$1" && pwd)
+bench=$2
+shift 2
 build=${KVINFER_BUILD_DIR:-build-gpu}
+deps_args=()
+[[ -d .deps ]] && deps_args=(-DKVINFER_DEPS_DIR="$PWD/.deps")
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVINFER_CUDA=ON -DKVINFER_INSTANCES=default \
+  "${deps_args[@]}" >"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+cmake --build "$build" -j "$(nproc)" --target "$bench" >>"$out/build.log" 2>&1 || { tail -30 "$out/build.log"; exit 1; }
+exe="$build/bench/$bench"
+
+"$exe" --json "$out/$bench.json" >"$out/$bench.log" 2>&1 || echo "$bench failed (rc $?)"
+
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-mkdir -p "$out"
-timeout 300 "$ncu" --kernel-name "regex:$kernel" --launch-count "$count" \
-  --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
-  --section SchedulerStats --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis \
-  --section InstructionStats \
-  "$build/bench/$bench" --runs 1 "$@" >"$out/profile-$bench.txt" 2>&1
-echo "ncu rc $? -> $out/profile-$bench.txt"
+kernels=${KVINFER_PROFILE_KERNELS:-regex:decode_kernel|prefill_kernel|merge}
+n=0
+for case_name in "$@"; do
+  n=$((n + 1))
+  {
+    echo "case: $case_name"
+    # Skip the warm-up launches; --clock-control none keeps the boost clocks the
+    # benchmark's timings ran at.
+    timeout 200 "$ncu" --clock-control none --kernel-name-base demangled -k "$kernels" \
+      --launch-skip 2 --launch-count "${KVINFER_PROFILE_LAUNCHES:-4}" \
+      --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy \
+      --section LaunchStats --section WarpStateStats --section SchedulerStats \
+      --section ComputeWorkloadAnalysis --section InstructionStats \
+      "$exe" --filter "$case_name" --runs 1
+  } >"$out/ncu-$n.txt" 2>&1
+done

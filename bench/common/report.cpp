@@ -23,8 +23,10 @@ Args parse_args(int argc, char** argv) {
       a.runs = std::atoi(value().c_str());
     } else if (arg == "--quick") {
       a.quick = true;
+    } else if (arg == "--filter") {
+      a.filter = value();
     } else if (arg == "-h" || arg == "--help") {
-      std::printf("usage: %s [--json PATH] [--runs N] [--quick]\n", argv[0]);
+      std::printf("usage: %s [--json PATH] [--runs N] [--quick] [--filter TEXT]\n", argv[0]);
       std::exit(0);
     } else {
       throw std::invalid_argument("unknown argument " + std::string(arg));
