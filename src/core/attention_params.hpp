@@ -67,6 +67,7 @@ struct AttentionParams {
   std::int32_t q_tile_rows = 0;          // packed rows per work item (the kernel's tile)
   std::int64_t max_items = 0;            // grid sizes: fixed within a capacity
   std::int64_t max_merge_tokens = 0;
+  std::int32_t max_chunks = 1;           // the most chunks of one request (this plan's)
   Stream stream = nullptr;
 };
 

@@ -138,6 +138,10 @@ Schedule AttentionPlan::make_plan_schedule(const PlanRequest& req, const Attenti
     const cuda::KernelTraits traits = cuda::select_kernel(pr, device_.index);
     in.q_tile_rows = traits.q_tile_rows;
     profile.work_items_per_processor = traits.work_items_per_processor;
+    // The GPU runs a batch's items as one wave where they fit: a split beyond that
+    // only adds merges (decode) or a thin last wave (prefill of equal tiles);
+    // skewed lengths still get finer chunks (make_schedule).
+    in.split_waves = 1;
     // A chunk's partial state (rows x head_dim floats, written and merged) should stay
     // small next to the KV it reads: chunks of at least 8 keys per row of the tile.
     in.min_chunk_tokens = std::max<std::int64_t>(in.min_chunk_tokens, 8 * std::int64_t(traits.q_tile_rows));
@@ -296,6 +300,7 @@ void AttentionPlan::run(std::string_view op, const TensorView& q, const TensorVi
   p.custom_mask = custom_mask_.defined() ? custom_mask_.data_as<const std::uint8_t>() : nullptr;
   bind_schedule(p, workspace_.view(schedule_.layout), schedule_);
   p.q_tile_rows = schedule_.q_tile_rows;
+  p.max_chunks = schedule_.max_chunks;
   p.stream = options.stream;
   if (device_.is_cpu()) {
     cpu::run_attention(p);

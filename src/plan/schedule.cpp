@@ -11,12 +11,15 @@ namespace kvinfer::detail {
 namespace {
 
 constexpr std::string_view kOp = "plan";
+// Chunks per slot's share of the work for skewed lengths (one request much longer
+// than the mean). Finer chunks even out better but cost merges of hundreds of
+// states per row: on the H200, one slot's share per chunk measured best (decode
+// 64 x 4k skewed: 0.83 of the read bandwidth at a quarter, 0.91 at about one).
+constexpr std::int64_t kSkewChunksPerShare = 1;
 constexpr std::size_t kAlign = 256;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-// How many times over the automatic split-KV fills the processors' slots.
-constexpr std::int64_t kSplitWaves = 4;
 std::size_t align_up(std::size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
 
 }  // namespace
@@ -62,9 +65,11 @@ Schedule make_schedule(const ScheduleInput& in, const DeviceProfile& profile) {
     const std::int64_t tiles_bound =
         ceil_div(in.capacity->max_qo_tokens * group, tile) + std::max<std::int64_t>(0, in.capacity->max_batch - 1);
     const std::int64_t max_qo_len = in.capacity->max_qo_len < 0 ? in.capacity->max_qo_tokens : in.capacity->max_qo_len;
-    // Automatic chunks: sum_b tiles_b * ceil(eff_b / c) <= tiles + work / c, and
-    // work / c <= kSplitWaves * slots per head.
-    std::int64_t per_head = tiles_bound + kSplitWaves * std::max<std::int64_t>(1, budget / in.num_kv_heads);
+    // Automatic chunks: at most split_waves * slots items per head, or, for skewed
+    // lengths, the tiles plus work / chunk <= kSkewChunksPerShare * that target.
+    std::int64_t per_head =
+        tiles_bound + kSkewChunksPerShare * std::max<std::int64_t>(1, in.split_waves) *
+                          std::max<std::int64_t>(1, budget / in.num_kv_heads);
     if (in.fixed_split_size > 0 && !in.disable_split_kv) {
       // sum_b tiles_b * chunks_b with chunks_b <= kv_b / c + 1.
       const std::int64_t c = ceil_div(in.fixed_split_size, page) * page;
@@ -74,23 +79,51 @@ Schedule make_schedule(const ScheduleInput& in, const DeviceProfile& profile) {
     max_items = in.num_kv_heads * per_head;
   }
 
-  // KV chunk size (tokens, whole pages). Without a fixed size: chunks small enough
-  // that the items fill every processor's slots about kWaves times over, so that
-  // long requests spread across the device and the hardware's dynamic assignment
-  // of items evens out skewed lengths and the last wave; but no smaller than
-  // min_chunk_tokens, below which merges cost more than they balance.
+  // KV chunk size (tokens, whole pages). Without a fixed size, where the requests
+  // are of similar length: the smallest chunk whose items fill every processor's
+  // slots at most split_waves times over, so that long requests spread across the
+  // device (counting each candidate's items, rather than dividing the work, keeps
+  // the count within the waves when chunks round up per request); nothing is split
+  // when the query tiles alone fill them. Where one request is more than twice as
+  // long as the mean: chunks of a slot's share of the work (kSkewChunksPerShare),
+  // so that the long request's items spread over the slots alongside the short
+  // requests' and the hardware's dynamic assignment evens them out. No
+  // chunk is smaller than min_chunk_tokens, below which merges cost more than they
+  // balance.
   constexpr std::int64_t kNoSplit = std::numeric_limits<std::int32_t>::max();
   std::int64_t chunk = kNoSplit;
-  std::int64_t work = 0;  // keys x tiles per KV head
-  for (std::int64_t b = 0; b < batch; ++b) work += tiles[b] * eff_lens[b];
   if (in.disable_split_kv) {
     chunk = kNoSplit;
   } else if (in.fixed_split_size > 0) {
     chunk = ceil_div(in.fixed_split_size, page) * page;
   } else if (max_eff > 0) {
     const std::int64_t slots_per_head = std::max<std::int64_t>(1, budget / in.num_kv_heads);
-    const std::int64_t per_item = ceil_div(work, kSplitWaves * slots_per_head);
-    chunk = ceil_div(std::max(per_item, in.min_chunk_tokens), page) * page;
+    const std::int64_t target = std::max<std::int64_t>(1, in.split_waves) * slots_per_head;
+    std::int64_t work = 0;  // keys x tiles per KV head
+    for (std::int64_t b = 0; b < batch; ++b) work += tiles[b] * eff_lens[b];
+    const std::int64_t share = ceil_div(work, target);
+    const auto items_per_head = [&](std::int64_t c) {
+      std::int64_t n = 0;
+      for (std::int64_t b = 0; b < batch; ++b) n += tiles[b] * std::max<std::int64_t>(1, ceil_div(eff_lens[b], c));
+      return n;
+    };
+    // One request much longer than the mean (skewed lengths): chunks of a slot's share
+    // of the work. Otherwise the smallest chunk (in pages) whose items meet the
+    // target; items only fall as chunks grow, and hi covers the longest request whole.
+    std::int64_t tiles_total = 0;
+    for (std::int64_t b = 0; b < batch; ++b) tiles_total += tiles[b];
+    const bool skewed = max_eff > 2 * ceil_div(work, std::max<std::int64_t>(1, tiles_total));
+    std::int64_t lo = ceil_div(in.min_chunk_tokens, page), hi = ceil_div(max_eff, page);
+    if (skewed) {
+      chunk = ceil_div(std::max(ceil_div(share, kSkewChunksPerShare), in.min_chunk_tokens), page) * page;
+    } else if (items_per_head(hi * page) <= target) {
+      while (lo < hi) {
+        const std::int64_t mid = lo + (hi - lo) / 2;
+        if (items_per_head(mid * page) <= target) hi = mid;
+        else lo = mid + 1;
+      }
+      chunk = std::min(lo, hi) * page;
+    }
   }
   if (chunk >= max_eff) chunk = kNoSplit;
 
@@ -109,6 +142,7 @@ Schedule make_schedule(const ScheduleInput& in, const DeviceProfile& profile) {
     r.mask_offset = in.mask_offsets.empty() ? -1 : in.mask_offsets[b];
     if (r.num_chunks > 1 && r.qo_len > 0) {
       any_split = true;
+      s.max_chunks = std::max(s.max_chunks, r.num_chunks);
       r.partial_begin = std::int32_t(partial_rows);
       partial_rows += std::int64_t(r.num_chunks) * r.qo_len;
       for (std::int32_t t = 0; t < r.qo_len; ++t) s.merge_tokens.push_back({r.qo_begin + t, std::int32_t(b)});

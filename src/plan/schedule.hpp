@@ -51,6 +51,11 @@ struct ScheduleInput {
   std::int64_t fixed_split_size = -1;
   bool disable_split_kv = false;
   std::int64_t min_chunk_tokens = 256;  // splitting finer costs more in merges than it gains
+  // How many times over the automatic split may fill the processors' slots where
+  // the requests are of similar length: a GPU runs one wave of items at the full
+  // rate (more only adds merges and a thin last wave); a CPU's thread pool balances
+  // several.
+  std::int64_t split_waves = 4;
   std::span<const std::int64_t> mask_offsets;  // byte offset of each request's packed mask, or empty
   // Fixed-capacity mode: sizes are the worst case of the capacity, not of this batch.
   struct Capacity {
@@ -88,6 +93,7 @@ struct Schedule {
   std::vector<WorkItem> items;
   std::vector<MergeToken> merge_tokens;  // rows whose request has num_chunks > 1
   std::int64_t partial_rows = 0;
+  std::int32_t max_chunks = 1;  // the most chunks of one request (sizes the merge's CTAs)
   // Capacity of the arrays (>= the sizes above; equal to them without a fixed capacity).
   std::int64_t max_batch = 0;
   std::int64_t max_items = 0;

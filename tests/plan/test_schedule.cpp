@@ -43,6 +43,7 @@ Inputs random_inputs(std::mt19937_64& rng) {
   x.in.q_tile_rows = std::array{16, 64, 128}[rng() % 3];
   if (rng() % 3 == 0) x.in.fixed_split_size = 1 + std::int64_t(rng() % 500);
   x.in.disable_split_kv = rng() % 7 == 0;
+  x.in.split_waves = rng() % 2 == 0 ? 1 : 4;
   return x;
 }
 
@@ -159,6 +160,58 @@ TEST(Schedule, SplitsFewLongRequestsAcrossTheGpu) {
   in.kv_lens = kv;
   in.disable_split_kv = true;
   EXPECT_EQ(make_schedule(in, DeviceProfile::h200()).requests[0].num_chunks, 1);
+}
+
+// Items per KV head of a schedule (every head has the same items).
+std::int64_t items_per_head(const Schedule& s, std::int64_t heads) { return std::int64_t(s.items.size()) / heads; }
+
+TEST(Schedule, MemoryBoundTilesSplitIntoOneWave) {
+  // The decode tile on an H200 (132 SMs, 6 resident one-warp CTAs): 99 slots per KV head.
+  const DeviceProfile gpu{132, 6};
+  const std::int64_t slots_per_head = gpu.concurrent_items() / 8;
+  ScheduleInput in{.num_qo_heads = 32, .num_kv_heads = 8, .page_size = 16, .q_tile_rows = 16, .split_waves = 1};
+  const auto plan = [&](const std::vector<std::int32_t>& kv) {
+    const std::vector<std::int32_t> qo(kv.size(), 1);
+    in.qo_lens = qo;
+    in.kv_lens = kv;
+    return make_schedule(in, gpu);
+  };
+  // 64 requests already make 64 items per head: within one wave, nothing is split.
+  EXPECT_EQ(plan(std::vector<std::int32_t>(64, 4096)).kv_chunk_tokens, 0);
+  // So do 128 (more than a wave, and every request alike).
+  EXPECT_EQ(plan(std::vector<std::int32_t>(128, 2048)).kv_chunk_tokens, 0);
+  // One long request: the smallest chunk (whole pages) that keeps its items in one
+  // wave, so one page less would not.
+  const Schedule one = plan({32768});
+  const std::int64_t c = one.kv_chunk_tokens;
+  ASSERT_GT(c, 0);
+  EXPECT_EQ(c % 16, 0);
+  EXPECT_LE(items_per_head(one, 8), slots_per_head);
+  EXPECT_GT((32768 + (c - 16) - 1) / (c - 16), slots_per_head);
+  // With four waves the same request is cut finer, here down to the minimum chunk.
+  in.split_waves = 4;
+  const Schedule four = plan({32768});
+  EXPECT_GT(items_per_head(four, 8), items_per_head(one, 8));
+  EXPECT_LE(items_per_head(four, 8), 4 * slots_per_head);
+  EXPECT_EQ(four.kv_chunk_tokens, in.min_chunk_tokens);
+  in.split_waves = 1;
+  // One long request next to short ones: fitting the items into one wave would
+  // leave items of 7k keys next to one-key items, so the long request gets chunks
+  // of a slot's share of the work (in whole pages), a wave's worth of them.
+  std::vector<std::int32_t> skew(64, 1);
+  skew[0] = 64 * 4096 - 63;
+  const Schedule sk = plan(skew);
+  const std::int64_t share = (64 * 4096 + slots_per_head - 1) / slots_per_head;
+  EXPECT_GE(sk.requests[0].num_chunks, slots_per_head);
+  EXPECT_EQ(sk.kv_chunk_tokens, (share + 15) / 16 * 16);
+  for (std::size_t b = 1; b < skew.size(); ++b) EXPECT_EQ(sk.requests[b].num_chunks, 1);
+  // Query tiles beyond the wave: only a request longer than a slot's share of the
+  // work is split, the short ones stay whole.
+  std::vector<std::int32_t> mixed(200, 100);
+  mixed[0] = 100000;
+  const Schedule m = plan(mixed);
+  EXPECT_GT(m.requests[0].num_chunks, 1);
+  for (std::size_t b = 1; b < mixed.size(); ++b) EXPECT_EQ(m.requests[b].num_chunks, 1);
 }
 
 TEST(Schedule, FixedSplitDependsOnlyOnTheRequest) {

@@ -6,6 +6,7 @@
 #include <cuda_fp16.h>
 
 #include <string>
+#include <type_traits>
 
 #include "cuda/attention/attention_kernel_params.cuh"
 #include "cuda/attention/math.cuh"
@@ -16,88 +17,124 @@
 namespace kvinfer::cuda {
 namespace {
 
-constexpr int kWarps = 8;
+constexpr int kMaxWarps = 16;
+constexpr int kMaxHeadDim = 512;
 
-// The maximum over the CTA's threads (every thread gets it).
-__device__ __forceinline__ float block_max(float x, float* scratch) {
+// The maximum and the sum over a warp's lanes (every lane gets them).
+__device__ __forceinline__ float warp_max(float x) {
 #pragma unroll
   for (int off = 16; off >= 1; off /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, off));
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = x;
-  __syncthreads();
-  float m = scratch[0];
+  return x;
+}
+__device__ __forceinline__ float warp_sum(float x) {
 #pragma unroll
-  for (int w = 1; w < kWarps; ++w) m = fmaxf(m, scratch[w]);
-  return m;
+  for (int off = 16; off >= 1; off /= 2) x += __shfl_xor_sync(0xffffffffu, x, off);
+  return x;
 }
 
-// One CTA per (query row, head). A request split into hundreds of chunks (one long
-// request next to short ones, or one request alone) must not merge them one after
-// another: the threads take the chunks' LSE in turn for the maximum, then the warps
-// take the chunks in turn with every lane 4 dims, several chunks' loads in flight.
+// One CTA per (query row, head): o = sum_c w_c o_c / sum_c w_c with
+// w_c = 2^(lse_c - max_c lse_c); zeros and -inf LSE where every chunk is empty
+// (SPEC: no NaN). Every warp takes the chunks' LSE maximum and weight sum itself
+// (no barrier before the loads), then the warps take the chunks in turn, 4 dims
+// per lane and four chunks' loads in flight, and one barrier sums the warps. The
+// chain of dependent memory accesses per CTA is short, so the many small CTAs of a
+// batch run as about one wave; the launch gives a CTA more warps when a request
+// has many chunks (one long request next to short ones, or alone), whose rows are
+// then few, so that its chunks' loads still spread over many warps.
 template <class TO>
-__global__ void __launch_bounds__(kWarps * 32)
+__global__ void __launch_bounds__(kMaxWarps * 32)
     merge_partials_kernel(const __grid_constant__ AttentionKernelParams p, int head_dim) {
+  // The states are written by the attention kernel just before; with a programmatic
+  // launch this CTA may start while that kernel finishes, and waits here.
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
   const int token = int(blockIdx.x) / p.num_qo_heads, h = int(blockIdx.x) % p.num_qo_heads;
   if (token >= p.counts[1]) return;
   const detail::MergeToken mt = p.merge_tokens[token];
   const detail::RequestInfo r = p.requests[mt.request];
   const std::int64_t t = mt.row - r.qo_begin;
-  const auto partial_row = [&](int c) { return r.partial_begin + std::int64_t(c) * r.qo_len + t; };
-  const auto chunk_lse = [&](int c) { return p.partial_lse[partial_row(c) * p.num_qo_heads + h]; };
-  __shared__ float sm_max[kWarps];
-  float m = -INFINITY;
-  for (int c = int(threadIdx.x); c < r.num_chunks; c += kWarps * 32) m = fmaxf(m, chunk_lse(c));
-  m = block_max(m, sm_max);
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, warps = int(blockDim.x) / 32;
+  const auto state = [&](int c) { return (r.partial_begin + std::int64_t(c) * r.qo_len + t) * p.num_qo_heads + h; };
 
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  __shared__ float sm_acc[kWarps][512];
-  __shared__ float sm_d[kWarps];
+  float m = -INFINITY;
+#pragma unroll 4
+  for (int c = lane; c < r.num_chunks; c += 32) m = fmaxf(m, p.partial_lse[state(c)]);
+  m = warp_max(m);
   float d = 0.0f;
+  if (m != -INFINITY) {
+#pragma unroll 4
+    for (int c = lane; c < r.num_chunks; c += 32) d += exp2_approx(p.partial_lse[state(c)] - m);
+  }
+  d = warp_sum(d);
+
+  extern __shared__ float4 sm_acc[];  // [warps][head_dim / 4]
+  const int row4 = head_dim / 4;
   for (int e0 = lane * 4; e0 < head_dim; e0 += 128) {
-    float acc[4] = {};
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (m != -INFINITY) {
 #pragma unroll 4
-      for (int c = warp; c < r.num_chunks; c += kWarps) {
-        const std::int64_t prow = partial_row(c);
-        const float w = exp2_approx(p.partial_lse[prow * p.num_qo_heads + h] - m);
-        const float4 o = *reinterpret_cast<const float4*>(p.partial_o + (prow * p.num_qo_heads + h) * head_dim + e0);
-        acc[0] += w * o.x;
-        acc[1] += w * o.y;
-        acc[2] += w * o.z;
-        acc[3] += w * o.w;
-        if (e0 == lane * 4) d += w;
+      for (int c = warp; c < r.num_chunks; c += warps) {
+        const float w = exp2_approx(p.partial_lse[state(c)] - m);
+        const float4 o = *reinterpret_cast<const float4*>(p.partial_o + state(c) * head_dim + e0);
+        acc.x += w * o.x;
+        acc.y += w * o.y;
+        acc.z += w * o.z;
+        acc.w += w * o.w;
       }
     }
-#pragma unroll
-    for (int i = 0; i < 4; ++i) sm_acc[warp][e0 + i] = acc[i];
+    sm_acc[warp * row4 + e0 / 4] = acc;
   }
-  if (lane == 0) sm_d[warp] = d;
   __syncthreads();
-  float d_all = 0.0f;
+  const float inv = d > 0.0f ? 1.0f / d : 0.0f;
+  for (int e0 = int(threadIdx.x) * 4; e0 < head_dim; e0 += warps * 128) {
+    float sum[4] = {};
+    for (int i = 0; i < warps; ++i) {
+      const float4 a = sm_acc[i * row4 + e0 / 4];
+      sum[0] += a.x;
+      sum[1] += a.y;
+      sum[2] += a.z;
+      sum[3] += a.w;
+    }
+    TO out[4];
 #pragma unroll
-  for (int w = 0; w < kWarps; ++w) d_all += sm_d[w];
-  for (int e = threadIdx.x; e < head_dim; e += kWarps * 32) {
-    float acc = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) acc += sm_acc[w][e];
-    static_cast<TO*>(p.o)[mt.row * p.o_stride_n + h * p.o_stride_h + e] = from_float<TO>(d_all > 0.0f ? acc / d_all : 0.0f);
+    for (int i = 0; i < 4; ++i) out[i] = from_float<TO>(sum[i] * inv);
+    using Chunk = std::conditional_t<sizeof(TO) == 4, uint4, uint2>;  // 4 elements (rows are 16-byte aligned)
+    *reinterpret_cast<Chunk*>(static_cast<TO*>(p.o) + mt.row * p.o_stride_n + h * p.o_stride_h + e0) =
+        *reinterpret_cast<const Chunk*>(out);
   }
   if (threadIdx.x == 0 && p.lse) {
-    p.lse[mt.row * p.lse_stride_n + h * p.lse_stride_h] = d_all > 0.0f ? m + __log2f(d_all) : -INFINITY;
+    p.lse[mt.row * p.lse_stride_n + h * p.lse_stride_h] = d > 0.0f ? m + __log2f(d) : -INFINITY;
   }
 }
 
 }  // namespace
 
 void launch_merge_partials(const AttentionKernelParams& p, DType o_dtype, int head_dim, std::int64_t grid,
-                           cudaStream_t stream) {
+                           int max_chunks, bool programmatic, cudaStream_t stream) {
   if (grid <= 0) return;
-  if (head_dim % 4 != 0 || head_dim > 512) {
+  if (head_dim % 4 != 0 || head_dim > kMaxHeadDim) {
     throw Error("attention", "head_dim_vo", std::to_string(head_dim), "the CUDA merge needs a multiple of 4 up to 512");
   }
   dispatch_float_dtype(o_dtype, "merge_partials", [&](auto t) {
     using TO = decltype(t);
-    merge_partials_kernel<TO><<<unsigned(grid * p.num_qo_heads), kWarps * 32, 0, stream>>>(p, head_dim);
+    // Programmatic dependent launch (sm_90 on): the merge is launched while the
+    // attention kernel runs and its CTAs wait at griddepcontrol.wait, which hides the
+    // launch gap between the two (microseconds, next to a decode of tens).
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(unsigned(grid * p.num_qo_heads));
+    // About four chunks per warp, 4 to 16 warps. A captured launch keeps the warps of
+    // its plan; any count merges any number of chunks correctly.
+    const int warps = max_chunks <= 16 ? 4 : max_chunks <= 32 ? 8 : kMaxWarps;
+    config.blockDim = dim3(unsigned(warps * 32));
+    config.dynamicSmemBytes = std::size_t(warps) * std::size_t(head_dim) * sizeof(float);
+    config.stream = stream;
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = &attribute;
+    config.numAttrs = programmatic ? 1 : 0;
+    KVINFER_CUDA_CHECK(cudaLaunchKernelEx(&config, merge_partials_kernel<TO>, p, head_dim));
   });
   KVINFER_CUDA_CHECK_LAUNCH();
 }

@@ -277,7 +277,10 @@ void run_attention(const detail::AttentionParams& p) {
     kernel.launch()(k, p.q_tile_rows, p.max_items, stream);
     KVINFER_CUDA_CHECK_LAUNCH();
   }
-  launch_merge_partials(k, pr.o_dtype, int(pr.head_dim_vo), p.max_merge_tokens, stream);
+  // Programmatic launch only where the merge runs its sm_90a code, which waits for
+  // the attention kernel (griddepcontrol.wait); other code would not wait.
+  launch_merge_partials(k, pr.o_dtype, int(pr.head_dim_vo), p.max_merge_tokens, p.max_chunks, hopper_device(device),
+                        stream);
 }
 
 }  // namespace kvinfer::cuda
