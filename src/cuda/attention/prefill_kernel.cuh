@@ -2,7 +2,7 @@
 // Prefill attention on tensor cores (mma.sync m16n8k16, ldmatrix, cp.async; sm_80
 // and later), also the tensor-core decode. One work item per CTA: a tile of packed
 // query rows (the query rows of a KV head's group, token-major) against a KV chunk,
-// in key tiles of 64 (32 for the one-warp tile). Each warp owns 16 * kMmaM rows;
+// in key tiles of 64 (16 for the one-warp tile). Each warp owns 16 * kMmaM rows;
 // S = Q K^T and O += P V accumulate in fp32 registers, P is reused from the S
 // accumulators as the A operand. Q, K and V tiles sit in shared memory with 16-byte
 // chunks XOR-swizzled by row so that ldmatrix is free of bank conflicts; the next K/V
@@ -35,7 +35,11 @@ struct PrefillShape {
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kRowsPerWarp = 16 * kMmaM;
   static constexpr int kTileRows = kWarps * kRowsPerWarp;
-  static constexpr int kKeys = kWarps == 1 ? 32 : 64;  // keys per tile
+  // Keys per tile. The one-warp (decode) tile is memory-bound: 16-key tiles (20 KiB
+  // of shared memory) let 10 CTAs share an SM where 32-key tiles let 6, so a batch's
+  // items fit in one wave more often (H200: 128 x 2k decode 0.81 -> 0.96, fp8 KV
+  // 1.6x faster; docs/performance.md).
+  static constexpr int kKeys = kWarps == 1 ? 16 : 64;
   static constexpr int kQkSteps = DQK / 16;    // k-steps of S = Q K^T
   static constexpr int kKeyFrags = kKeys / 8;  // n8 fragments of S
   static constexpr int kVoFrags = DVO / 8;     // n8 fragments of O
@@ -448,7 +452,7 @@ __device__ __forceinline__ void prepare_tile(unsigned char* tile, const unsigned
 
 // Resident CTAs asked of the register allocator: 2 CTAs of 128 threads may use 255
 // registers per thread, and so may one of 256 threads or 8 one-warp CTAs (the decode
-// tile: shared memory then allows 6, each with a KV tile in flight); narrow tiles
+// tile, which takes about 200 and then fits 10 by registers and shared memory); narrow tiles
 // (4 warps of 16 rows) of head_dim <= 128 fit 3.
 template <int DVO, int kWarps, int kMmaM>
 inline constexpr int kPrefillMinBlocks = kWarps == 1 ? 8 : kWarps == 8 ? 1 : (kMmaM == 2 || DVO > 128 ? 2 : 3);
