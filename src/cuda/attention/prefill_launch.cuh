@@ -15,7 +15,7 @@ namespace kvinfer::cuda {
 // The kernel configurations. The wide tile (128 rows) halves the K/V traffic per
 // query row: 4 warps of 32 rows where the accumulators fit (head_dim_vo <= 128),
 // else 8 warps of 16 rows. The narrow tile (64 rows: 4 warps of 16) serves short
-// requests and the general logits. The decode tile (16 rows: one warp, 32-key
+// requests and the general logits. The decode tile (16 rows: one warp, 16-key
 // tiles) holds a GQA group's query rows of one token: many small CTAs per SM keep
 // enough KV in flight for a memory-bound problem.
 template <class TQ, class TKV, class TO, int DQK, int DVO, class F>
