@@ -36,9 +36,11 @@ struct PrefillShape {
   static constexpr int kRowsPerWarp = 16 * kMmaM;
   static constexpr int kTileRows = kWarps * kRowsPerWarp;
   // Keys per tile. The one-warp (decode) tile is memory-bound: 16-key tiles (20 KiB
-  // of shared memory) let 10 CTAs share an SM where 32-key tiles let 6, so a batch's
-  // items fit in one wave more often (H200: 128 x 2k decode 0.81 -> 0.96, fp8 KV
-  // 1.6x faster; docs/performance.md).
+  // of shared memory, 199 registers) let 8 CTAs share an SM where 32-key tiles (37
+  // KiB) let 6, so a batch's items fit in one wave more often (H200: 128 x 2k decode
+  // 0.81 -> 0.96, fp8 KV 1.4x faster; docs/performance.md). Registers cap it at 8:
+  // one-warp CTAs spread over the SM's four sub-partitions, whose 16K registers each
+  // hold two such warps.
   static constexpr int kKeys = kWarps == 1 ? 16 : 64;
   static constexpr int kQkSteps = DQK / 16;    // k-steps of S = Q K^T
   static constexpr int kKeyFrags = kKeys / 8;  // n8 fragments of S
@@ -452,7 +454,7 @@ __device__ __forceinline__ void prepare_tile(unsigned char* tile, const unsigned
 
 // Resident CTAs asked of the register allocator: 2 CTAs of 128 threads may use 255
 // registers per thread, and so may one of 256 threads or 8 one-warp CTAs (the decode
-// tile, which takes about 200 and then fits 10 by registers and shared memory); narrow tiles
+// tile: two warps per SM sub-partition, whichever count up to 255 it takes); narrow tiles
 // (4 warps of 16 rows) of head_dim <= 128 fit 3.
 template <int DVO, int kWarps, int kMmaM>
 inline constexpr int kPrefillMinBlocks = kWarps == 1 ? 8 : kWarps == 8 ? 1 : (kMmaM == 2 || DVO > 128 ? 2 : 3);
