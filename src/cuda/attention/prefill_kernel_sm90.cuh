@@ -162,23 +162,28 @@ __global__ void __launch_bounds__(HopperPrefillShape<D>::kThreads, HopperPrefill
   // instruction each).
   const std::int32_t k_page_bytes = std::int32_t(p.k_stride_page * 2), k_token_bytes = std::int32_t(p.k_stride_token * 2);
   const std::int32_t v_page_bytes = std::int32_t(p.v_stride_page * 2), v_token_bytes = std::int32_t(p.v_stride_token * 2);
-  const auto fetch_page = [&](int t) -> std::int32_t {
+  // A key row's place in the paged cache: its page id and its slot in the page, both
+  // found once per tile (the divmod is shared by the row's K and V copies).
+  struct RowPlace {
+    std::int32_t page, slot;
+  };
+  const auto fetch_page = [&](int t) -> RowPlace {
     if constexpr (kPaged) {
-      const int key = min(key_begin + t * kKeys + key_row, key_end - 1);  // past the end: any valid page
-      return __ldg(pages + p.page_size.div(std::uint32_t(key)));
+      const int key = min(key_begin + t * kKeys + key_row, key_end - 1);  // past the end: any valid row
+      std::uint32_t slot;
+      const std::uint32_t page_index = p.page_size.divmod(std::uint32_t(key), &slot);
+      return {__ldg(pages + page_index), std::int32_t(slot)};
     } else {
-      return 0;
+      return {0, 0};
     }
   };
   const auto copy_row = [&](unsigned char* tile, const char* base, std::int32_t page_bytes, std::int32_t token_bytes,
-                            int t, std::int32_t page) {
+                            int t, RowPlace place) {
     const int key = key_begin + t * kKeys + key_row;
     const bool ok = key < key_end;
     const char* src;
     if constexpr (kPaged) {
-      std::uint32_t slot;
-      p.page_size.divmod(std::uint32_t(ok ? key : key_begin), &slot);
-      src = base + std::int64_t(page) * page_bytes + std::int32_t(slot) * token_bytes;
+      src = base + std::int64_t(place.page) * page_bytes + place.slot * token_bytes;
     } else {
       src = base + std::int64_t(ok ? key : key_begin) * token_bytes;
     }
@@ -187,11 +192,11 @@ __global__ void __launch_bounds__(HopperPrefillShape<D>::kThreads, HopperPrefill
       ptx::cp_async_or_zero<16>(tile + (j / 2) * (kKeys * 128) + (dst0 ^ (64 * (j % 2))), src + 64 * j, ok);
     }
   };
-  std::int32_t k_page = 0, v_page = 0;  // paged: page ids of the next K and V copies
-  const auto load_k = [&](int t, std::int32_t page) {
+  RowPlace k_page{0, 0}, v_page{0, 0};  // paged: places of the next K and V copies
+  const auto load_k = [&](int t, RowPlace page) {
     copy_row(smem + S::k + (t % S::kStages) * S::k_stage, k_base, k_page_bytes, k_token_bytes, t, page);
   };
-  const auto load_v = [&](int t, std::int32_t page) {
+  const auto load_v = [&](int t, RowPlace page) {
     copy_row(smem + S::v + (t % S::kStages) * S::v_stage, v_base, v_page_bytes, v_token_bytes, t, page);
   };
 
@@ -199,9 +204,9 @@ __global__ void __launch_bounds__(HopperPrefillShape<D>::kThreads, HopperPrefill
   // each); then the pages of the first K the loop copies.
   load_tile16<kThreads, S::kTileRows, D, SwizzledPanels>(smem + S::q, q_row, rows);
   // The page ids of the first tiles are read together (one round trip, not one each).
-  std::int32_t first_pages[S::kStages + 1];
+  RowPlace first_pages[S::kStages + 1];
 #pragma unroll
-  for (int j = 0; j <= S::kStages; ++j) first_pages[j] = j < num_tiles ? fetch_page(j) : 0;
+  for (int j = 0; j <= S::kStages; ++j) first_pages[j] = j < num_tiles ? fetch_page(j) : RowPlace{0, 0};
   if (num_tiles > 0) load_k(0, first_pages[0]);
   ptx::cp_async_commit();
 #pragma unroll
