@@ -111,15 +111,23 @@ struct SwizzledLane {
   }
 };
 
-// Address of packed row i of a work item's q tile (16-bit q): packed row
-// row_begin + i is token (row_begin + i) / group of the request, qo head
-// kv_head * group + (row_begin + i) % group.
-__device__ __forceinline__ const char* packed_q_row(const AttentionKernelParams& p, const detail::WorkItem& item,
-                                                    const detail::RequestInfo& r, int group, int i) {
+// Packed row i of a work item: packed row row_begin + i is token
+// (row_begin + i) / group of the request, qo head kv_head * group + (row_begin + i) % group.
+struct PackedRow {
+  std::int64_t token, head;
+};
+__device__ __forceinline__ PackedRow packed_row(const AttentionKernelParams& p, const detail::WorkItem& item,
+                                                int group, int i) {
   std::uint32_t in_group;
   const std::int64_t tok = p.group_div.divmod(std::uint32_t(item.row_begin + i), &in_group);
-  const std::int64_t head = item.kv_head * group + in_group;
-  return static_cast<const char*>(p.q) + ((r.qo_begin + tok) * p.q_stride_n + head * p.q_stride_h) * 2;
+  return {tok, std::int64_t(item.kv_head * group + in_group)};
+}
+
+// Address of packed row i of a work item's q tile (16-bit q).
+__device__ __forceinline__ const char* packed_q_row(const AttentionKernelParams& p, const detail::WorkItem& item,
+                                                    const detail::RequestInfo& r, int group, int i) {
+  const PackedRow row = packed_row(p, item, group, i);
+  return static_cast<const char*>(p.q) + ((r.qo_begin + row.token) * p.q_stride_n + row.head * p.q_stride_h) * 2;
 }
 
 // Copies kRows rows of D 16-bit elements into a swizzled tile; rows >= valid are zeros.
@@ -331,6 +339,42 @@ __device__ __forceinline__ void p_fragment(const float (&s)[kKeyFrags][4], int j
   a[3] = mma::pack2<T>(s[2 * j + 1][2], s[2 * j + 1][3]);
 }
 
+// A row's sum over the quad of lanes that hold its accumulator columns.
+__device__ __forceinline__ float quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  x += __shfl_xor_sync(0xffffffffu, x, 2);
+  return x;
+}
+
+// The base-2 LSE of packed row i of an unsplit item (the rows' maximum scaled by sc).
+__device__ __forceinline__ void store_row_lse(const AttentionKernelParams& p, const detail::WorkItem& item,
+                                              const detail::RequestInfo& r, int i, float row_max, float sc, float sum) {
+  const auto [tk, head] = packed_row(p, item, p.group_size, i);
+  const std::int64_t orow = r.qo_begin + tk;
+  p.lse[orow * p.lse_stride_n + head * p.lse_stride_h] = sum > 0.0f ? row_max * sc + __log2f(sum) : -INFINITY;
+}
+
+// Writes kRows staged rows of O (16-bit, D elements, swizzled 16-byte chunks) starting
+// at tile row first_row as whole 16-byte chunks, a row's head slice by consecutive
+// threads; t is the thread's index among the kThreads that write.
+template <class TO, int D, int kThreads, int kRows>
+__device__ __forceinline__ void write_staged_rows(const AttentionKernelParams& p, const detail::WorkItem& item,
+                                                  const detail::RequestInfo& r, const unsigned char* stage,
+                                                  int first_row, int rows, int t) {
+  constexpr int kChunks = D / 8, kRowsPerPass = kThreads / kChunks;
+  static_assert(kThreads % kChunks == 0, "whole rows per pass");
+  const int chunk = t % kChunks;
+#pragma unroll
+  for (int row = t / kChunks; row < kRows; row += kRowsPerPass) {
+    const int i = first_row + row;
+    if (i >= rows) break;  // rows are in order: the rest are past the item's end too
+    const auto [tk, head] = packed_row(p, item, p.group_size, i);
+    const std::int64_t orow = r.qo_begin + tk;
+    const uint4 v = *reinterpret_cast<const uint4*>(stage + swizzled_chunk<D>(row, chunk) * 16);
+    ptx::st_v4(static_cast<TO*>(p.o) + orow * p.o_stride_n + head * p.o_stride_h + chunk * 8, v);
+  }
+}
+
 // Epilogue: normalises and writes this thread's rows of O (or the partial state of
 // a split chunk) and LSE. Warp w owns tile rows [w * kRowsPerWarp, +kRowsPerWarp).
 template <class TO, int DVO, int kRowsPerWarp, int kMmaM, int kVoFrags>
@@ -343,14 +387,10 @@ __device__ __forceinline__ void store_output(const AttentionKernelParams& p, con
   for (int m = 0; m < kMmaM; ++m) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      float sum = row_sum[m][h];
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const float sum = quad_sum(row_sum[m][h]);
       const int i = warp * kRowsPerWarp + m * 16 + lane / 4 + 8 * h;
       if (i >= rows) continue;
-      std::uint32_t in_group;
-      const std::int64_t tk = p.group_div.divmod(std::uint32_t(item.row_begin + i), &in_group);
-      const std::int64_t head = item.kv_head * p.group_size + in_group;
+      const auto [tk, head] = packed_row(p, item, p.group_size, i);
       const float norm = sum > 0.0f ? p.v_scale / sum : 0.0f;
       const float lse = sum > 0.0f ? row_max[m][h] * sc + __log2f(sum) : -INFINITY;
       if (split) {
@@ -392,9 +432,7 @@ __device__ __forceinline__ void store_output_warp_staged(const AttentionKernelPa
   for (int m = 0; m < kMmaM; ++m) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      float sum = row_sum[m][h];
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const float sum = quad_sum(row_sum[m][h]);
       const int row = m * 16 + lane / 4 + 8 * h;  // within the warp's rows
       const int i = warp * kRowsPerWarp + row;    // within the tile
       const float norm = sum > 0.0f ? p.v_scale / sum : 0.0f;
@@ -403,28 +441,11 @@ __device__ __forceinline__ void store_output_warp_staged(const AttentionKernelPa
         *reinterpret_cast<std::uint32_t*>(stage + swizzled_chunk<D>(row, c) * 16 + 4 * (lane % 4)) =
             mma::pack2<TO>(o[m][c][2 * h] * norm, o[m][c][2 * h + 1] * norm);
       }
-      if (lane % 4 == 0 && p.lse && i < rows) {
-        std::uint32_t in_group;
-        const std::int64_t tk = p.group_div.divmod(std::uint32_t(item.row_begin + i), &in_group);
-        const std::int64_t orow = r.qo_begin + tk, head = item.kv_head * p.group_size + in_group;
-        p.lse[orow * p.lse_stride_n + head * p.lse_stride_h] = sum > 0.0f ? row_max[m][h] * sc + __log2f(sum) : -INFINITY;
-      }
+      if (lane % 4 == 0 && p.lse && i < rows) store_row_lse(p, item, r, i, row_max[m][h], sc, sum);
     }
   }
   __syncwarp();
-  constexpr int kChunks = D / 8, kRowsPerPass = 32 / kChunks > 0 ? 32 / kChunks : 1;
-  const int chunk = lane % kChunks;
-#pragma unroll
-  for (int row = lane / kChunks; row < kRowsPerWarp; row += kRowsPerPass) {
-    if (32 < kChunks) break;  // rows wider than a warp pass: not used (D <= 256 keeps kChunks <= 32)
-    const int i = warp * kRowsPerWarp + row;
-    if (i >= rows) break;  // rows are in order: the rest are past the item's end too
-    std::uint32_t in_group;
-    const std::int64_t tk = p.group_div.divmod(std::uint32_t(item.row_begin + i), &in_group);
-    const std::int64_t orow = r.qo_begin + tk, head = item.kv_head * p.group_size + in_group;
-    const uint4 v = *reinterpret_cast<const uint4*>(stage + swizzled_chunk<D>(row, chunk) * 16);
-    ptx::st_v4(static_cast<TO*>(p.o) + orow * p.o_stride_n + head * p.o_stride_h + chunk * 8, v);
-  }
+  write_staged_rows<TO, D, 32, kRowsPerWarp>(p, item, r, stage, warp * kRowsPerWarp, rows, lane);
 }
 
 // Makes a 16-bit compute tile of kRows rows ready in place: converts it from the fp8

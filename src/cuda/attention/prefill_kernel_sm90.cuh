@@ -66,9 +66,7 @@ __device__ __forceinline__ void store_output_staged(const AttentionKernelParams&
   unsigned char* stage = q_tile + warpgroup * 64 * D * 2;  // this warpgroup's 64 rows, D * 2 bytes each
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    float sum = row_sum[0][h];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    const float sum = quad_sum(row_sum[0][h]);
     const int row = warp_in_group * 16 + lane / 4 + 8 * h;  // within the warpgroup
     const int i = warpgroup * 64 + row;                      // within the tile
     const float norm = sum > 0.0f ? p.v_scale / sum : 0.0f;
@@ -78,12 +76,7 @@ __device__ __forceinline__ void store_output_staged(const AttentionKernelParams&
       *reinterpret_cast<std::uint32_t*>(stage + swizzled_chunk<D>(row, c) * 16 + 4 * (lane % 4)) =
           mma::pack2<TO>(o[0][c][2 * h] * norm, o[0][c][2 * h + 1] * norm);
     }
-    if (lane % 4 == 0 && p.lse && i < rows) {
-      std::uint32_t in_group;
-      const std::int64_t tk = p.group_div.divmod(std::uint32_t(item.row_begin + i), &in_group);
-      const std::int64_t orow = r.qo_begin + tk, head = item.kv_head * p.group_size + in_group;
-      p.lse[orow * p.lse_stride_n + head * p.lse_stride_h] = sum > 0.0f ? row_max[0][h] * sc + __log2f(sum) : -INFINITY;
-    }
+    if (lane % 4 == 0 && p.lse && i < rows) store_row_lse(p, item, r, i, row_max[0][h], sc, sum);
   }
   // The warpgroup's rows are staged (named barriers 1 and 2: one per warpgroup).
   if (warpgroup == 0) {
@@ -91,18 +84,7 @@ __device__ __forceinline__ void store_output_staged(const AttentionKernelParams&
   } else {
     asm volatile("bar.sync 2, 128;" ::: "memory");
   }
-  constexpr int kChunks = D / 8, kRowsPerPass = 128 / kChunks;
-  const int t = int(threadIdx.x) % 128, chunk = t % kChunks;
-#pragma unroll
-  for (int row = t / kChunks; row < 64; row += kRowsPerPass) {
-    const int i = warpgroup * 64 + row;
-    if (i >= rows) break;  // rows are in order: the rest are past the item's end too
-    std::uint32_t in_group;
-    const std::int64_t tk = p.group_div.divmod(std::uint32_t(item.row_begin + i), &in_group);
-    const std::int64_t orow = r.qo_begin + tk, head = item.kv_head * p.group_size + in_group;
-    const uint4 v = *reinterpret_cast<const uint4*>(stage + swizzled_chunk<D>(row, chunk) * 16);
-    ptx::st_v4(static_cast<TO*>(p.o) + orow * p.o_stride_n + head * p.o_stride_h + chunk * 8, v);
-  }
+  write_staged_rows<TO, D, 128, 64>(p, item, r, stage, warpgroup * 64, rows, int(threadIdx.x) % 128);
 }
 
 template <class T, class TO, int D, bool kPaged>
