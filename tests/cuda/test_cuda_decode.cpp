@@ -68,6 +68,31 @@ std::vector<AttentionCase> decode_cases() {
   skewed.qo_lens.assign(8, 1);
   skewed.kv_lens = {8000, 1, 1, 1, 1, 1, 1, 1};
   cases.push_back(skewed);
+  // fp8 KV on the decode tile that converts K and V in registers: the benchmark's
+  // shape (group 4, head_dim 128, page 16) split and whole, and e5m2 with fp16 q,
+  // head_dim 64, HND pages of 5 and a window.
+  for (int v = 0; v < 3; ++v) {
+    AttentionCase c = longest;
+    c.name = std::array{"fp8_e4m3_group4_split", "fp8_e4m3_group4_whole", "fp8_e5m2_d64_hnd_window"}[v];
+    c.kv_dtype = v < 2 ? DType::kE4M3 : DType::kE5M2;
+    c.k_scale = 0.75f;
+    c.v_scale = 1.25f;
+    c.qo_lens.assign(5, 1);
+    c.kv_lens = {3001, 16, 0, 777, 1};
+    c.page_size = v < 2 ? 16 : 5;
+    if (v == 0) c.split.fixed_split_size = 128;
+    if (v == 2) {
+      c.q_dtype = c.o_dtype = DType::kF16;
+      c.head_dim_qk = c.head_dim_vo = 64;
+      c.num_qo_heads = 12;
+      c.num_kv_heads = 2;
+      c.layout = KVLayout::kHND;
+      c.options.window_left = 300;
+      c.with_lse = true;
+    }
+    c.seed = 61 + v;
+    cases.push_back(c);
+  }
   return cases;
 }
 

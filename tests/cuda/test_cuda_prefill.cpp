@@ -111,6 +111,22 @@ std::vector<AttentionCase> prefill_cases() {
     c.kv_lens = {900, 33, 4000, 4};
     c.seed = 44;
     cases.push_back(c);
+    // The same on fp8 KV: the decode tile that converts K and V in registers.
+    for (DType kv : {DType::kE4M3, DType::kE5M2}) {
+      AttentionCase f = c;
+      f.name = std::string("speculative_verify_causal_") + (kv == DType::kE4M3 ? "e4m3" : "e5m2_d64_window");
+      f.kv_dtype = kv;
+      f.k_scale = 0.5f;
+      f.v_scale = 1.5f;
+      if (kv == DType::kE5M2) {
+        f.q_dtype = f.o_dtype = DType::kF16;
+        f.head_dim_qk = f.head_dim_vo = 64;
+        f.options.window_left = 50;
+        f.split.fixed_split_size = 256;
+      }
+      f.seed = 46 + int(kv == DType::kE5M2);
+      cases.push_back(f);
+    }
     c.name = "fully_masked_rows_causal";
     c.qo_lens = {40, 9};
     c.kv_lens = {25, 3};

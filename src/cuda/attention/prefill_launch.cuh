@@ -6,6 +6,7 @@
 // KVINFER_INSTANTIATE_PREFILL once each.
 #pragma once
 
+#include "cuda/attention/decode_tile_fp8.cuh"
 #include "cuda/attention/prefill_kernel.cuh"
 #include "cuda/attention/prefill_kernel_sm90.cuh"
 #include "kvinfer/core/error.hpp"
@@ -17,12 +18,16 @@ namespace kvinfer::cuda {
 // else 8 warps of 16 rows. The narrow tile (64 rows: 4 warps of 16) serves short
 // requests and the general logits. The decode tile (16 rows: one warp, 16-key
 // tiles) holds a GQA group's query rows of one token: many small CTAs per SM keep
-// enough KV in flight for a memory-bound problem.
+// enough KV in flight for a memory-bound problem; with fp8 KV it converts K and V in
+// registers (decode_tile_fp8.cuh).
 template <class TQ, class TKV, class TO, int DQK, int DVO, class F>
 void with_prefill_kernel(int q_tile_rows, bool general, F&& f) {
   if (general) {
     f(PrefillKernel<TQ, TKV, TO, DQK, DVO, 4, 1, true>{});
   } else if (q_tile_rows == 16) {
+    if constexpr (kHasFp8DecodeTile<TQ, TKV, DQK, DVO>) {
+      return f(DecodeFp8Kernel<TQ, TKV, TO, DQK>{});
+    }
     f(PrefillKernel<TQ, TKV, TO, DQK, DVO, 1, 1, false>{});
   } else if (q_tile_rows == 128) {
     if constexpr (DVO <= 128) {
@@ -53,6 +58,9 @@ int occupancy(const K&) {
 template <class TQ, class TKV, class TO, int DQK, int DVO>
 void launch_prefill(const AttentionKernelParams& p, int q_tile_rows, std::int64_t grid, cudaStream_t stream) {
   const bool general = p.custom_mask != nullptr || p.alibi_slopes != nullptr || p.logits_soft_cap > 0.0f;
+  if (kHasFp8DecodeTile<TQ, TKV, DQK, DVO> && q_tile_rows == 16 && !general && p.rope) {
+    throw Error("attention", "kernel", "fp8 decode tile with RoPE", "not supported by this tile (a selector bug)");
+  }
   with_prefill_kernel<TQ, TKV, TO, DQK, DVO>(q_tile_rows, general, [&](auto k) { launch(k, p, grid, stream); });
 }
 

@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: Apache-2.0
+// The decode tile for fp8 KV: the one-warp tile of prefill_kernel.cuh (16 packed
+// query rows against 16-key tiles, mma.sync m16n8k16) with K and V converted from
+// fp8 to the query's type in registers, straight into mma fragments. The 16-bit
+// path of prefill_kernel.cuh stages fp8 tiles, converts them into a 16-bit copy in
+// shared memory and reads that back with ldmatrix: for a memory-bound problem that
+// round trip and its barriers cost more than the bytes fp8 saves (H200, 64 x 4k:
+// 283 us against 250 us for bf16 KV). Here the raw tiles are the only copy, so four
+// of them stay in flight in the same shared memory.
+//
+// Operand layouts without ldmatrix. A head-dim permutation applied to both Q and K
+// leaves S = Q K^T unchanged, so k-step kk of S takes, for the lane with t = lane %
+// 4, the physical dims p0 .. p0 + 3 with p0 = 64 (kk / 4) + 16 t + 4 (kk % 4) as its
+// logical columns 2t, 2t + 1, 2t + 8, 2t + 9: one 16-byte load of a key row gives a
+// lane four k-steps. For O += P V the output columns are permuted instead: n8
+// fragment c of O holds dim C n + c in its column n (C = head_dim / 8 fragments), so
+// the lane with g = lane / 4 reads dims [C g, C g + C) of its four key rows (one
+// 16-byte load each for head_dim 128), pairs the rows' bytes with PRMT, and ends up
+// owning the contiguous dims [2 t C, 2 t C + 2 C) of its rows of O.
+// Runs 16-bit q with fp8 KV, head_dim_qk == head_dim_vo in {64, 128}, no RoPE (the
+// selector keeps RoPE with fp8 off this tile) and none of the general logits.
+#pragma once
+
+#include <cuda_fp8.h>
+
+#include <type_traits>
+
+#include "cuda/attention/prefill_kernel.cuh"
+
+namespace kvinfer::cuda {
+
+template <class TQ, class TKV, int DQK, int DVO>
+inline constexpr bool kHasFp8DecodeTile =
+    sizeof(TKV) == 1 && sizeof(TQ) == 2 && DQK == DVO && (DQK == 64 || DQK == 128);
+
+template <int D>
+struct DecodeFp8Shape {
+  static constexpr int kThreads = 32;
+  static constexpr int kRows = 16;    // packed query rows
+  static constexpr int kKeys = 16;    // keys per tile
+  static constexpr int kStages = 4;   // raw tiles in flight: 3 land while one is computed
+  static constexpr int kQkSteps = D / 16;
+  static constexpr int kVoFrags = D / 8;              // C
+  static constexpr int kStageBytes = kKeys * 2 * D;   // K rows, then V rows, D bytes each
+  // Shared memory: the Q tile (16-bit, swizzled chunks), then the raw KV stages.
+  static constexpr int q = 0;
+  static constexpr int kv = q + kRows * D * 2;
+  static constexpr int bytes = kv + kStages * kStageBytes;
+};
+
+// Byte offset of byte b of row `row` in a raw tile of D-byte rows. 16-byte units are
+// XOR-swizzled within 128-byte lines by x(line) = (line & 6) ^ 4 (line & 1), so that
+// both reads are free of bank conflicts: the K read (a quarter-warp takes rows g, g + 1
+// at units t and 4 + t... of one or two lines: x differs in bit 2 between them) and
+// the V read (rows 2t + e for t = 0..3 at units g in {0, 1}: x differs in bits 1-2).
+template <int D>
+__device__ __forceinline__ int raw_offset(int row, int b) {
+  const int lin = row * D + b, line = lin >> 7;
+  return lin ^ ((((line & 6) ^ ((line & 1) << 2))) << 4);
+}
+
+template <class TKV>
+inline constexpr __nv_fp8_interpretation_t kFp8Format = std::is_same_v<TKV, __nv_fp8_e4m3> ? __NV_E4M3 : __NV_E5M2;
+
+// Two fp8 elements (the low 16 bits of x, first element in the low byte) as one
+// register of two T (first in the low half), exactly: fp8 -> fp16 in one cvt, and
+// through float for bf16 (every fp8 value, NaN and infinity included, is exact in
+// both).
+template <class T, class TKV>
+__device__ __forceinline__ std::uint32_t fp8x2_to_pair(std::uint32_t x) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(x & 0xffffu), kFp8Format<TKV>);
+  if constexpr (std::is_same_v<T, __half>) {
+    return std::uint32_t(h.x) | (std::uint32_t(h.y) << 16);
+  } else {
+    const float2 f = __half22float2(__half2(h));
+    return mma::pack2<T>(f.x, f.y);
+  }
+}
+
+// Issues the copies of key rows [key0, key0 + kKeys) of K and V into a raw stage in
+// 8-byte units (the alignment fp8 rows are guaranteed); rows >= valid are zeros.
+template <int D, int kKeys, bool kPaged>
+__device__ __forceinline__ void copy_fp8_tile(unsigned char* k_dst, unsigned char* v_dst, const KeyLocator& locate,
+                                              const KeyRow& k_row, const KeyRow& v_row, int key0, int valid) {
+  constexpr int kUnits = D / 8;
+  static_assert(kKeys * kUnits % 32 == 0);
+#pragma unroll
+  for (int it = 0; it < kKeys * kUnits / 32; ++it) {
+    const int idx = it * 32 + int(threadIdx.x);
+    const int row = idx / kUnits, c = idx % kUnits;
+    const bool ok = row < valid;
+    const int key = key0 + (ok ? row : 0);
+    const KeySlot at = kPaged ? locate(key) : KeySlot{0, key};
+    const int off = raw_offset<D>(row, c * 8);
+    ptx::cp_async_or_zero<8>(k_dst + off, k_row(at) + c * 8, ok);
+    ptx::cp_async_or_zero<8>(v_dst + off, v_row(at) + c * 8, ok);
+  }
+}
+
+template <class TQ, class TKV, class TO, int D>
+__global__ void __launch_bounds__(32, 8) decode_fp8_kernel(const __grid_constant__ AttentionKernelParams p) {
+  using S = DecodeFp8Shape<D>;
+  using T = TQ;  // the mma operand type; KV is converted to it
+  constexpr int kKeys = S::kKeys, kStages = S::kStages, C = S::kVoFrags;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const int num_items = p.counts[0];
+  if (int(blockIdx.x) >= num_items) return;  // grid sized for the capacity
+  const detail::WorkItem item = p.items[num_items - 1 - int(blockIdx.x)];
+  const detail::RequestInfo r = p.requests[item.request];
+  const int lane = int(threadIdx.x), g = lane / 4, t4 = lane % 4;
+  const int rows = item.row_end - item.row_begin;
+  const int group = p.group_size;
+
+  detail::RequestMask mask;
+  mask.causal = p.causal;
+  mask.window_left = p.window_left;
+  mask.custom = nullptr;
+  mask.qo_len = r.qo_len;
+  mask.kv_len = r.kv_len;
+  const int tok_lo = item.row_begin / group, tok_hi = (item.row_end - 1) / group;
+  const int key_begin = max(item.kv_begin, mask.first_key(tok_lo));
+  const int key_end = min(item.kv_end, mask.last_key(tok_hi));
+  const int num_tiles = key_end > key_begin ? (key_end - key_begin + kKeys - 1) / kKeys : 0;
+
+  if ((static_cast<unsigned>(__cvta_generic_to_shared(smem)) & 127u) != 0) __trap();
+  unsigned char* sq = smem + S::q;
+  load_tile16<32, S::kRows, D>(sq, [&](int i) { return packed_q_row(p, item, r, group, i); }, rows);
+  ptx::cp_async_commit();
+
+  const KeyLocator locate{p.kv_indices ? p.kv_indices + r.kv_begin : nullptr, p.page_size};
+  const std::int64_t ragged_offset = p.kv_indices ? 0 : std::int64_t(r.kv_begin);
+  const KeyRow k_row{static_cast<const char*>(p.k) + item.kv_head * p.k_stride_head + ragged_offset * p.k_stride_token,
+                     p.k_stride_page, p.k_stride_token};
+  const KeyRow v_row{static_cast<const char*>(p.v) + item.kv_head * p.v_stride_head + ragged_offset * p.v_stride_token,
+                     p.v_stride_page, p.v_stride_token};
+  const auto stage_of = [&](int t) { return smem + S::kv + (t % kStages) * S::kStageBytes; };
+  const auto load_kv = [&](int t) {
+    const int key0 = key_begin + t * kKeys;
+    unsigned char* dst = stage_of(t);
+    if (locate.pages != nullptr) {
+      copy_fp8_tile<D, kKeys, true>(dst, dst + kKeys * D, locate, k_row, v_row, key0, key_end - key0);
+    } else {
+      copy_fp8_tile<D, kKeys, false>(dst, dst + kKeys * D, locate, k_row, v_row, key0, key_end - key0);
+    }
+  };
+  // Tiles 0 .. kStages - 2 stream in behind Q; one commit group per tile, empty or not,
+  // so that "all but the newest kStages - 1 groups" always means "tile t".
+#pragma unroll
+  for (int t = 0; t < kStages - 1; ++t) {
+    if (t < num_tiles) load_kv(t);
+    ptx::cp_async_commit();
+  }
+  ptx::cp_async_wait_group<kStages - 1>();  // Q
+  __syncthreads();
+
+  // Q fragments for every k-step, in the permuted dims (see the top of the file).
+  std::uint32_t qf[S::kQkSteps][4];
+#pragma unroll
+  for (int kk = 0; kk < S::kQkSteps; ++kk) {
+    const int p0 = 64 * (kk / 4) + 16 * t4 + 4 * (kk % 4);
+    const uint2 lo = *reinterpret_cast<const uint2*>(sq + swizzled_chunk<D>(g, p0 / 8) * 16 + (p0 % 8) * 2);
+    const uint2 hi = *reinterpret_cast<const uint2*>(sq + swizzled_chunk<D>(g + 8, p0 / 8) * 16 + (p0 % 8) * 2);
+    qf[kk][0] = lo.x;
+    qf[kk][1] = hi.x;
+    qf[kk][2] = lo.y;
+    qf[kk][3] = hi.y;
+  }
+
+  int tok[1][2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) tok[0][h] = int(p.group_div.div(std::uint32_t(item.row_begin + min(g + 8 * h, rows - 1))));
+  // As in prefill_kernel: the base-2 scale folds into the exponent unless it is negative.
+  const bool prescale = p.sm_scale_log2 < 0.0f;
+  const float sc = prescale ? 1.0f : p.sm_scale_log2;
+
+  float o[1][C][4];
+  float row_max[1][2] = {{-INFINITY, -INFINITY}}, row_sum[1][2] = {{0.0f, 0.0f}};
+#pragma unroll
+  for (int c = 0; c < C; ++c) o[0][c][0] = o[0][c][1] = o[0][c][2] = o[0][c][3] = 0.0f;
+
+  for (int t = 0; t < num_tiles; ++t) {
+    const int key0 = key_begin + t * kKeys;
+    const int nk = min(kKeys, key_end - key0);
+    // Tile t + kStages - 1 goes into the stage tile t - 1 used (released by the
+    // barrier that ended the previous iteration).
+    if (t + kStages - 1 < num_tiles) load_kv(t + kStages - 1);
+    ptx::cp_async_commit();
+    ptx::cp_async_wait_group<kStages - 1>();
+    __syncthreads();
+    const unsigned char* kt = stage_of(t);
+    const unsigned char* vt = kt + kKeys * D;
+
+    // S = Q K^T: lane row g of n8 fragment f is key 8 f + g.
+    float s[1][2][4];
+#pragma unroll
+    for (int f = 0; f < 2; ++f) {
+      s[0][f][0] = s[0][f][1] = s[0][f][2] = s[0][f][3] = 0.0f;
+#pragma unroll
+      for (int blk = 0; blk < D / 64; ++blk) {
+        const uint4 w = *reinterpret_cast<const uint4*>(kt + raw_offset<D>(8 * f + g, 64 * blk + 16 * t4));
+        const std::uint32_t words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+        for (int k4 = 0; k4 < 4; ++k4) {
+          mma::m16n8k16<T>(s[0][f], qf[4 * blk + k4], fp8x2_to_pair<T, TKV>(words[k4]),
+                           fp8x2_to_pair<T, TKV>(words[k4] >> 16));
+        }
+      }
+    }
+    if (prescale) {
+#pragma unroll
+      for (int f = 0; f < 2; ++f)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[0][f][e] *= p.sm_scale_log2;
+    }
+    if (nk < kKeys || mask.classify(tok_lo, tok_hi + 1, key0, key0 + kKeys) != detail::TileClass::kFull) {
+      mask_scores<false>(s, mask, tok, key0, key_end, lane);
+    }
+    float rescale[1][2];
+    if (online_softmax(s, row_max, row_sum, rescale, sc)) rescale_rows(o, rescale);
+
+    // O += P V: this lane's keys 2 t4, 2 t4 + 1, 2 t4 + 8, 2 t4 + 9 (its k of the B
+    // operand), bytes [C g, C g + C) of each; PRMT pairs the bytes of two keys.
+    std::uint32_t pa[4];
+    p_fragment<T>(s[0], 0, pa);
+    constexpr int kWords = C / 4;
+    std::uint32_t v[4][kWords];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const unsigned char* src = vt + raw_offset<D>(2 * t4 + (e & 1) + 8 * (e >> 1), C * g);
+      if constexpr (kWords == 4) {
+        const uint4 x = *reinterpret_cast<const uint4*>(src);
+        v[e][0] = x.x, v[e][1] = x.y, v[e][2] = x.z, v[e][3] = x.w;
+      } else {
+        const uint2 x = *reinterpret_cast<const uint2*>(src);
+        v[e][0] = x.x, v[e][1] = x.y;
+      }
+    }
+#pragma unroll
+    for (int w = 0; w < kWords; ++w) {
+      const std::uint32_t lo01 = __byte_perm(v[0][w], v[1][w], 0x5140), hi01 = __byte_perm(v[0][w], v[1][w], 0x7362);
+      const std::uint32_t lo89 = __byte_perm(v[2][w], v[3][w], 0x5140), hi89 = __byte_perm(v[2][w], v[3][w], 0x7362);
+      mma::m16n8k16<T>(o[0][4 * w], pa, fp8x2_to_pair<T, TKV>(lo01), fp8x2_to_pair<T, TKV>(lo89));
+      mma::m16n8k16<T>(o[0][4 * w + 1], pa, fp8x2_to_pair<T, TKV>(lo01 >> 16), fp8x2_to_pair<T, TKV>(lo89 >> 16));
+      mma::m16n8k16<T>(o[0][4 * w + 2], pa, fp8x2_to_pair<T, TKV>(hi01), fp8x2_to_pair<T, TKV>(hi89));
+      mma::m16n8k16<T>(o[0][4 * w + 3], pa, fp8x2_to_pair<T, TKV>(hi01 >> 16), fp8x2_to_pair<T, TKV>(hi89 >> 16));
+    }
+    __syncthreads();  // the stage is refilled by the next iteration
+  }
+
+  // Epilogue: lane (g, t4) holds dims [2 t4 C, 2 t4 C + 2 C) of rows g and g + 8:
+  // o[c][2h] is dim 2 t4 C + c of row g + 8h, o[c][2h + 1] dim 2 t4 C + C + c.
+  const bool split = r.num_chunks > 1;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float sum = quad_sum(row_sum[0][h]);
+    const int i = g + 8 * h;
+    if (i >= rows) continue;
+    const auto [tk, head] = packed_row(p, item, group, i);
+    const float norm = sum > 0.0f ? p.v_scale / sum : 0.0f;
+    const float lse = sum > 0.0f ? row_max[0][h] * sc + __log2f(sum) : -INFINITY;
+    if (split) {
+      const std::int64_t prow = r.partial_begin + std::int64_t(item.chunk) * r.qo_len + tk;
+      float* po = p.partial_o + (prow * p.num_qo_heads + head) * D + 2 * t4 * C;
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+#pragma unroll
+        for (int c = 0; c < C; c += 4) {
+          const int e = 2 * h + half;
+          *reinterpret_cast<float4*>(po + half * C + c) =
+              make_float4(o[0][c][e] * norm, o[0][c + 1][e] * norm, o[0][c + 2][e] * norm, o[0][c + 3][e] * norm);
+        }
+      if (t4 == 0) p.partial_lse[prow * p.num_qo_heads + head] = lse;
+    } else {
+      const std::int64_t orow = r.qo_begin + tk;
+      TO* out = static_cast<TO*>(p.o) + orow * p.o_stride_n + head * p.o_stride_h + 2 * t4 * C;
+#pragma unroll
+      for (int half = 0; half < 2; ++half)
+#pragma unroll
+        for (int c = 0; c < C; c += 8) {
+          const int e = 2 * h + half;
+          uint4 x;
+          x.x = mma::pack2<TO>(o[0][c][e] * norm, o[0][c + 1][e] * norm);
+          x.y = mma::pack2<TO>(o[0][c + 2][e] * norm, o[0][c + 3][e] * norm);
+          x.z = mma::pack2<TO>(o[0][c + 4][e] * norm, o[0][c + 5][e] * norm);
+          x.w = mma::pack2<TO>(o[0][c + 6][e] * norm, o[0][c + 7][e] * norm);
+          ptx::st_v4(out + half * C + c, x);
+        }
+      if (t4 == 0 && p.lse) p.lse[orow * p.lse_stride_n + head * p.lse_stride_h] = lse;
+    }
+  }
+}
+
+template <class TQ, class TKV, class TO, int D>
+struct DecodeFp8Kernel {
+  static constexpr int kThreads = 32;
+  static constexpr int kSmem = DecodeFp8Shape<D>::bytes;
+  static constexpr auto kernel = decode_fp8_kernel<TQ, TKV, TO, D>;
+  static void prepare() {
+    KVINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  }
+};
+
+}  // namespace kvinfer::cuda
