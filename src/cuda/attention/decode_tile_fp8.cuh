@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The decode tile for fp8 KV: the one-warp tile of prefill_kernel.cuh (16 packed
 // query rows against 16-key tiles, mma.sync m16n8k16) with K and V converted from
-// fp8 to the query's type in registers, straight into mma fragments. The 16-bit
+// fp8 to fp16 in registers, straight into mma fragments (the mma runs in fp16 for
+// either query type: q_fragments_to_half says why that loses nothing). The 16-bit
 // path of prefill_kernel.cuh stages fp8 tiles, converts them into a 16-bit copy in
 // shared memory and reads that back with ldmatrix: for a memory-bound problem that
 // round trip and its barriers cost more than the bytes fp8 saves (H200, 64 x 4k:
@@ -24,6 +25,7 @@
 #include <cuda_fp8.h>
 
 #include <type_traits>
+#include <utility>
 
 #include "cuda/attention/prefill_kernel.cuh"
 
@@ -59,48 +61,90 @@ __device__ __forceinline__ int raw_offset(int row, int b) {
   return lin ^ ((((line & 6) ^ ((line & 1) << 2))) << 4);
 }
 
+// Four fp8 elements (x, first in the low byte) as two registers of two fp16 (lo:
+// elements 0, 1; hi: 2, 3; first in the low half): one cvt per pair, each reading
+// its half of x in place. Exact: every fp8 value, NaN and infinity included, is an
+// fp16 value.
 template <class TKV>
-inline constexpr __nv_fp8_interpretation_t kFp8Format = std::is_same_v<TKV, __nv_fp8_e4m3> ? __NV_E4M3 : __NV_E5M2;
-
-// Two fp8 elements (the low 16 bits of x, first element in the low byte) as one
-// register of two T (first in the low half), exactly: fp8 -> fp16 in one cvt, and
-// through float for bf16 (every fp8 value, NaN and infinity included, is exact in
-// both).
-template <class T, class TKV>
-__device__ __forceinline__ std::uint32_t fp8x2_to_pair(std::uint32_t x) {
-  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(x & 0xffffu), kFp8Format<TKV>);
-  if constexpr (std::is_same_v<T, __half>) {
-    return std::uint32_t(h.x) | (std::uint32_t(h.y) << 16);
+__device__ __forceinline__ void fp8x4_to_half2x2(std::uint32_t x, std::uint32_t& lo, std::uint32_t& hi) {
+  if constexpr (std::is_same_v<TKV, __nv_fp8_e4m3>) {
+    asm("{.reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.rn.f16x2.e4m3x2 %0, l;\n cvt.rn.f16x2.e4m3x2 %1, h;\n}"
+        : "=r"(lo), "=r"(hi)
+        : "r"(x));
   } else {
-    const float2 f = __half22float2(__half2(h));
-    return mma::pack2<T>(f.x, f.y);
+    static_assert(std::is_same_v<TKV, __nv_fp8_e5m2>);
+    asm("{.reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.rn.f16x2.e5m2x2 %0, l;\n cvt.rn.f16x2.e5m2x2 %1, h;\n}"
+        : "=r"(lo), "=r"(hi)
+        : "r"(x));
   }
 }
 
 // Issues the copies of key rows [key0, key0 + kKeys) of K and V into a raw stage in
-// 8-byte units (the alignment fp8 rows are guaranteed); rows >= valid are zeros.
-template <int D, int kKeys, bool kPaged>
-__device__ __forceinline__ void copy_fp8_tile(unsigned char* k_dst, unsigned char* v_dst, const KeyLocator& locate,
-                                              const KeyRow& k_row, const KeyRow& v_row, int key0, int valid) {
-  constexpr int kUnits = D / 8;
-  static_assert(kKeys * kUnits % 32 == 0);
+// units of kUnit bytes (8, the alignment fp8 rows are guaranteed, or 16 when every
+// row is 16-byte aligned); rows >= valid are zeros. Lanes 2r and 2r + 1 copy row r,
+// adjacent units at each step (one 32-byte sector of the row per lane pair): the
+// row's page is looked up once and its units are immediates off one address. In the
+// swizzled stage (128-byte aligned, V rows kKeys * D bytes after K's) the lane's unit
+// 2u + h lands at raw_offset(row, h kUnit) ^ 2u kUnit: the step only flips bits 4-6
+// of the offset, which the swizzle permutes within the row's 128-byte line.
+template <int D, int kKeys, bool kPaged, int kUnit>
+__device__ __forceinline__ void copy_fp8_tile(unsigned stage, const KeyLocator& locate, const KeyRow& k_row,
+                                              const KeyRow& v_row, int key0, int valid) {
+  static_assert(kKeys * 2 == 32 && D <= 128, "two lanes per key row of at most one 128-byte line");
+  constexpr int kSteps = D / kUnit / 2;
+  const int row = int(threadIdx.x) / 2, h = int(threadIdx.x) % 2;
+  const bool ok = row < valid;
+  const int key = key0 + (ok ? row : 0);
+  const KeySlot at = kPaged ? locate(key) : KeySlot{0, key};
+  const char* k_src = k_row(at) + h * kUnit;
+  const char* v_src = v_row(at) + h * kUnit;
+  const unsigned base = stage + unsigned(raw_offset<D>(row, h * kUnit));
+  [&]<int... u>(std::integer_sequence<int, u...>) {
+    ((ptx::cp_async_or_zero<kUnit, 2 * u * kUnit>(base ^ unsigned(2 * u * kUnit), k_src, ok),
+      ptx::cp_async_or_zero<kUnit, 2 * u * kUnit>((base ^ unsigned(2 * u * kUnit)) + kKeys * D, v_src, ok)),
+     ...);
+  }(std::make_integer_sequence<int, kSteps>{});
+}
+
+// The query tile's fragments as fp16, and the power of two q_scale they were
+// multiplied by. The mma runs in fp16 whatever the query type: fp8 K and V convert
+// to fp16 in one instruction (to bf16 in four), and fp16 operands are at least as
+// precise as bf16 ones. A bf16 tile is scaled so that its largest magnitude lands in
+// [2^14, 2^15): every element within 2^-38 of the largest keeps its value exactly
+// (bf16's 8-bit significands fit fp16's 11), smaller ones are below anything the
+// fp32 scores resolve. fp16 queries are used as they are (q_scale 1).
+template <class TQ, int kSteps>
+__device__ __forceinline__ float q_fragments_to_half(std::uint32_t (&qf)[kSteps][4]) {
+  if constexpr (std::is_same_v<TQ, __half>) {
+    return 1.0f;
+  } else {
+    float mx = 0.0f;
 #pragma unroll
-  for (int it = 0; it < kKeys * kUnits / 32; ++it) {
-    const int idx = it * 32 + int(threadIdx.x);
-    const int row = idx / kUnits, c = idx % kUnits;
-    const bool ok = row < valid;
-    const int key = key0 + (ok ? row : 0);
-    const KeySlot at = kPaged ? locate(key) : KeySlot{0, key};
-    const int off = raw_offset<D>(row, c * 8);
-    ptx::cp_async_or_zero<8>(k_dst + off, k_row(at) + c * 8, ok);
-    ptx::cp_async_or_zero<8>(v_dst + off, v_row(at) + c * 8, ok);
+    for (int kk = 0; kk < kSteps; ++kk)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&qf[kk][i]));
+        mx = fmaxf(mx, fmaxf(fabsf(x.x), fabsf(x.y)));
+      }
+#pragma unroll
+    for (int off = 16; off >= 1; off /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+    int e = 0;
+    frexpf(mx, &e);  // mx < 2^e (0 for a zero tile, inf/NaN: e unspecified but finite)
+    const float q_scale = ldexpf(1.0f, min(max(15 - e, -126), 126));
+#pragma unroll
+    for (int kk = 0; kk < kSteps; ++kk)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&qf[kk][i]));
+        qf[kk][i] = mma::pack2<__half>(x.x * q_scale, x.y * q_scale);
+      }
+    return q_scale;
   }
 }
 
 template <class TQ, class TKV, class TO, int D>
 __global__ void __launch_bounds__(32, 8) decode_fp8_kernel(const __grid_constant__ AttentionKernelParams p) {
   using S = DecodeFp8Shape<D>;
-  using T = TQ;  // the mma operand type; KV is converted to it
   constexpr int kKeys = S::kKeys, kStages = S::kStages, C = S::kVoFrags;
   extern __shared__ __align__(128) unsigned char smem[];
   const int num_items = p.counts[0];
@@ -134,13 +178,23 @@ __global__ void __launch_bounds__(32, 8) decode_fp8_kernel(const __grid_constant
   const KeyRow v_row{static_cast<const char*>(p.v) + item.kv_head * p.v_stride_head + ragged_offset * p.v_stride_token,
                      p.v_stride_page, p.v_stride_token};
   const auto stage_of = [&](int t) { return smem + S::kv + (t % kStages) * S::kStageBytes; };
+  // 16-byte copies when every K and V row starts 16-byte aligned (half the copy
+  // instructions of 8-byte ones).
+  const bool wide = ((reinterpret_cast<std::uintptr_t>(p.k) | reinterpret_cast<std::uintptr_t>(p.v) |
+                      std::uintptr_t(p.k_stride_page | p.k_stride_token | p.k_stride_head | p.v_stride_page |
+                                     p.v_stride_token | p.v_stride_head)) &
+                     15u) == 0;
   const auto load_kv = [&](int t) {
     const int key0 = key_begin + t * kKeys;
-    unsigned char* dst = stage_of(t);
+    const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(stage_of(t)));
+    const auto copy = [&](auto paged, auto unit) {
+      copy_fp8_tile<D, kKeys, decltype(paged)::value, decltype(unit)::value>(dst, locate, k_row, v_row, key0,
+                                                                              key_end - key0);
+    };
     if (locate.pages != nullptr) {
-      copy_fp8_tile<D, kKeys, true>(dst, dst + kKeys * D, locate, k_row, v_row, key0, key_end - key0);
+      wide ? copy(std::true_type{}, std::integral_constant<int, 16>{}) : copy(std::true_type{}, std::integral_constant<int, 8>{});
     } else {
-      copy_fp8_tile<D, kKeys, false>(dst, dst + kKeys * D, locate, k_row, v_row, key0, key_end - key0);
+      wide ? copy(std::false_type{}, std::integral_constant<int, 16>{}) : copy(std::false_type{}, std::integral_constant<int, 8>{});
     }
   };
   // Tiles 0 .. kStages - 2 stream in behind Q; one commit group per tile, empty or not,
@@ -165,13 +219,16 @@ __global__ void __launch_bounds__(32, 8) decode_fp8_kernel(const __grid_constant
     qf[kk][2] = lo.y;
     qf[kk][3] = hi.y;
   }
+  const float q_scale = q_fragments_to_half<TQ>(qf);
 
   int tok[1][2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) tok[0][h] = int(p.group_div.div(std::uint32_t(item.row_begin + min(g + 8 * h, rows - 1))));
-  // As in prefill_kernel: the base-2 scale folds into the exponent unless it is negative.
-  const bool prescale = p.sm_scale_log2 < 0.0f;
-  const float sc = prescale ? 1.0f : p.sm_scale_log2;
+  // As in prefill_kernel: the base-2 scale (here also undoing q_scale, exactly) folds
+  // into the exponent unless it is negative.
+  const float qk_scale_log2 = p.sm_scale_log2 / q_scale;
+  const bool prescale = qk_scale_log2 < 0.0f;
+  const float sc = prescale ? 1.0f : qk_scale_log2;
 
   float o[1][C][4];
   float row_max[1][2] = {{-INFINITY, -INFINITY}}, row_sum[1][2] = {{0.0f, 0.0f}};
@@ -201,8 +258,9 @@ __global__ void __launch_bounds__(32, 8) decode_fp8_kernel(const __grid_constant
         const std::uint32_t words[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
         for (int k4 = 0; k4 < 4; ++k4) {
-          mma::m16n8k16<T>(s[0][f], qf[4 * blk + k4], fp8x2_to_pair<T, TKV>(words[k4]),
-                           fp8x2_to_pair<T, TKV>(words[k4] >> 16));
+          std::uint32_t b0, b1;
+          fp8x4_to_half2x2<TKV>(words[k4], b0, b1);
+          mma::m16n8k16<__half>(s[0][f], qf[4 * blk + k4], b0, b1);
         }
       }
     }
@@ -210,7 +268,7 @@ __global__ void __launch_bounds__(32, 8) decode_fp8_kernel(const __grid_constant
 #pragma unroll
       for (int f = 0; f < 2; ++f)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) s[0][f][e] *= p.sm_scale_log2;
+        for (int e = 0; e < 4; ++e) s[0][f][e] *= qk_scale_log2;
     }
     if (nk < kKeys || mask.classify(tok_lo, tok_hi + 1, key0, key0 + kKeys) != detail::TileClass::kFull) {
       mask_scores<false>(s, mask, tok, key0, key_end, lane);
@@ -221,7 +279,7 @@ __global__ void __launch_bounds__(32, 8) decode_fp8_kernel(const __grid_constant
     // O += P V: this lane's keys 2 t4, 2 t4 + 1, 2 t4 + 8, 2 t4 + 9 (its k of the B
     // operand), bytes [C g, C g + C) of each; PRMT pairs the bytes of two keys.
     std::uint32_t pa[4];
-    p_fragment<T>(s[0], 0, pa);
+    p_fragment<__half>(s[0], 0, pa);
     constexpr int kWords = C / 4;
     std::uint32_t v[4][kWords];
 #pragma unroll
@@ -239,10 +297,13 @@ __global__ void __launch_bounds__(32, 8) decode_fp8_kernel(const __grid_constant
     for (int w = 0; w < kWords; ++w) {
       const std::uint32_t lo01 = __byte_perm(v[0][w], v[1][w], 0x5140), hi01 = __byte_perm(v[0][w], v[1][w], 0x7362);
       const std::uint32_t lo89 = __byte_perm(v[2][w], v[3][w], 0x5140), hi89 = __byte_perm(v[2][w], v[3][w], 0x7362);
-      mma::m16n8k16<T>(o[0][4 * w], pa, fp8x2_to_pair<T, TKV>(lo01), fp8x2_to_pair<T, TKV>(lo89));
-      mma::m16n8k16<T>(o[0][4 * w + 1], pa, fp8x2_to_pair<T, TKV>(lo01 >> 16), fp8x2_to_pair<T, TKV>(lo89 >> 16));
-      mma::m16n8k16<T>(o[0][4 * w + 2], pa, fp8x2_to_pair<T, TKV>(hi01), fp8x2_to_pair<T, TKV>(hi89));
-      mma::m16n8k16<T>(o[0][4 * w + 3], pa, fp8x2_to_pair<T, TKV>(hi01 >> 16), fp8x2_to_pair<T, TKV>(hi89 >> 16));
+      std::uint32_t b[4][2];  // [fragment 4w + i][b0 / b1]
+      fp8x4_to_half2x2<TKV>(lo01, b[0][0], b[1][0]);
+      fp8x4_to_half2x2<TKV>(lo89, b[0][1], b[1][1]);
+      fp8x4_to_half2x2<TKV>(hi01, b[2][0], b[3][0]);
+      fp8x4_to_half2x2<TKV>(hi89, b[2][1], b[3][1]);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) mma::m16n8k16<__half>(o[0][4 * w + i], pa, b[i][0], b[i][1]);
     }
     __syncthreads();  // the stage is refilled by the next iteration
   }

@@ -87,15 +87,23 @@ __device__ __forceinline__ void cp_async(void* smem, const void* gmem) {
 // cp.async with a source size: copies kBytes when `valid`, else writes kBytes of
 // zeros and reads nothing (tile rows past the end of a sequence). 16 bytes bypass L1
 // (.cg); 8 bytes (fp8 rows are only 8-byte aligned) take .ca, as .cg copies 16 only.
-template <int kBytes>
-__device__ __forceinline__ void cp_async_or_zero(void* smem, const void* gmem, bool valid) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+// `s` is a shared-state-space address (the overload below takes a pointer); the
+// source is gmem + kOffset bytes, the offset an immediate of the instruction.
+template <int kBytes, int kOffset = 0>
+__device__ __forceinline__ void cp_async_or_zero(unsigned s, const void* gmem, bool valid) {
   if constexpr (kBytes == 16) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(s), "l"(gmem), "r"(valid ? 16 : 0) : "memory");
+    asm volatile("cp.async.cg.shared.global [%0], [%1+%2], 16, %3;" ::"r"(s), "l"(gmem), "n"(kOffset),
+                 "r"(valid ? 16 : 0)
+                 : "memory");
   } else {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;" ::"r"(s), "l"(gmem), "n"(kBytes), "r"(valid ? kBytes : 0)
+    asm volatile("cp.async.ca.shared.global [%0], [%1+%2], %3, %4;" ::"r"(s), "l"(gmem), "n"(kOffset), "n"(kBytes),
+                 "r"(valid ? kBytes : 0)
                  : "memory");
   }
+}
+template <int kBytes>
+__device__ __forceinline__ void cp_async_or_zero(void* smem, const void* gmem, bool valid) {
+  cp_async_or_zero<kBytes>(static_cast<unsigned>(__cvta_generic_to_shared(smem)), gmem, valid);
 }
 
 // cp.async.wait_group N: waits until at most N of this thread's committed groups
