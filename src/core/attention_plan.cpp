@@ -144,12 +144,7 @@ Schedule AttentionPlan::make_plan_schedule(const PlanRequest& req, const Attenti
     in.split_waves = 1;
     // A chunk's partial state (rows x head_dim floats, written and merged) should stay
     // small next to the KV it reads: chunks of at least 8 keys per row of the tile.
-    // Decode tiles (16 rows or fewer) stream one short request's keys through a
-    // two-deep pipeline, latency-bound below a few hundred keys (a 256-key request:
-    // 16 round trips), so they may split down to 128 keys to run its halves side by side.
-    in.min_chunk_tokens = traits.q_tile_rows <= 16
-                              ? std::int64_t(128)
-                              : std::max<std::int64_t>(in.min_chunk_tokens, 8 * std::int64_t(traits.q_tile_rows));
+    in.min_chunk_tokens = std::max<std::int64_t>(in.min_chunk_tokens, 8 * std::int64_t(traits.q_tile_rows));
   }
 #endif
   in.fixed_split_size = req.split.fixed_split_size;
