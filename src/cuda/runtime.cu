@@ -56,4 +56,16 @@ int multiprocessor_count(int device) {
   return n;
 }
 
+bool hopper_device(int device) {
+#ifdef KVINFER_CUDA_SM90A
+  int major = 0, minor = 0;
+  KVINFER_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  KVINFER_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return major == 9 && minor == 0;
+#else
+  (void)device;
+  return false;
+#endif
+}
+
 }  // namespace kvinfer::cuda

@@ -21,5 +21,9 @@ void memcpy_async(void* dst, const void* src, std::size_t bytes, Stream stream);
 void memset_async(void* dst, int byte, std::size_t bytes, Stream stream);
 void stream_synchronize(Stream stream);
 int multiprocessor_count(int device);
+// Whether `device` runs the Hopper (sm_90a) kernels this build compiled: their
+// code may use sm_90 instructions, e.g. griddepcontrol.wait, which makes a kernel
+// safe to launch programmatically (cudaLaunchAttributeProgrammaticStreamSerialization).
+bool hopper_device(int device);
 
 }  // namespace kvinfer::cuda

@@ -46,9 +46,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     merge_partials_kernel(const __grid_constant__ AttentionKernelParams p, int head_dim) {
   // The states are written by the attention kernel just before; with a programmatic
   // launch this CTA may start while that kernel finishes, and waits here.
-#if __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
+  wait_for_previous_kernel();
   const int token = int(blockIdx.x) / p.num_qo_heads, h = int(blockIdx.x) % p.num_qo_heads;
   if (token >= p.counts[1]) return;
   const detail::MergeToken mt = p.merge_tokens[token];
@@ -121,20 +119,12 @@ void launch_merge_partials(const AttentionKernelParams& p, DType o_dtype, int he
     // Programmatic dependent launch (sm_90 on): the merge is launched while the
     // attention kernel runs and its CTAs wait at griddepcontrol.wait, which hides the
     // launch gap between the two (microseconds, next to a decode of tens).
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(unsigned(grid * p.num_qo_heads));
     // About four chunks per warp, 4 to 16 warps. A captured launch keeps the warps of
     // its plan; any count merges any number of chunks correctly.
     const int warps = max_chunks <= 16 ? 4 : max_chunks <= 32 ? 8 : kMaxWarps;
-    config.blockDim = dim3(unsigned(warps * 32));
-    config.dynamicSmemBytes = std::size_t(warps) * std::size_t(head_dim) * sizeof(float);
-    config.stream = stream;
-    cudaLaunchAttribute attribute{};
-    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute.val.programmaticStreamSerializationAllowed = 1;
-    config.attrs = &attribute;
-    config.numAttrs = programmatic ? 1 : 0;
-    KVINFER_CUDA_CHECK(cudaLaunchKernelEx(&config, merge_partials_kernel<TO>, p, head_dim));
+    launch_after_previous(merge_partials_kernel<TO>, dim3(unsigned(grid * p.num_qo_heads)), dim3(unsigned(warps * 32)),
+                          std::size_t(warps) * std::size_t(head_dim) * sizeof(float), stream, programmatic, p,
+                          head_dim);
   });
   KVINFER_CUDA_CHECK_LAUNCH();
 }

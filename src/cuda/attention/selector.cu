@@ -13,6 +13,7 @@
 #include "cuda/attention/merge_partials.hpp"
 #include "cuda/check.cuh"
 #include "cuda/common/launch.cuh"
+#include "cuda/runtime.hpp"
 #include "kvinfer/core/error.hpp"
 #include "kvinfer/layout/paged_kv_cache.hpp"
 
@@ -126,19 +127,6 @@ int prefill_tile_rows(const detail::AttentionProblem& pr) {
     return kDecodeTileRows;  // a few tokens per request (speculative verification): memory-bound like decode
   }
   return std::int64_t(pr.max_qo_len) * pr.group_size() <= 64 ? 64 : 128;
-}
-
-// Whether `device` runs the Hopper (sm_90a) kernels this build compiled.
-bool hopper_device(int device) {
-#ifdef KVINFER_CUDA_SM90A
-  int major = 0, minor = 0;
-  KVINFER_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  KVINFER_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  return major == 9 && minor == 0;
-#else
-  (void)device;
-  return false;
-#endif
 }
 
 struct KernelChoice {

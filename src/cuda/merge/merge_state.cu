@@ -13,6 +13,7 @@
 #include "cuda/common/launch.cuh"
 #include "cuda/common/vec.cuh"
 #include "cuda/ops.hpp"
+#include "cuda/runtime.hpp"
 
 namespace kvinfer::cuda {
 namespace {
@@ -58,6 +59,7 @@ __device__ __forceinline__ bool group_lane(const RowMap& m, std::uint32_t* row, 
 
 template <class T, int kN>
 __global__ void __launch_bounds__(kThreads) merge_state_kernel(const __grid_constant__ MergeStateArgs a) {
+  wait_for_previous_kernel();  // launched programmatically on Hopper: the states come from the kernel before
   std::uint32_t row;
   int lane;
   const bool valid = group_lane(a.map, &row, &lane);
@@ -209,14 +211,15 @@ void merge_state(const detail::MergeStateParams& p) {
   a.map = make_row_map(op, n, heads, head_dim / vec);
   const unsigned grid = grid_for_rows(a.map);
   const cudaStream_t s = to_cuda_stream(p.stream);
+  // Usually right after the attention kernels that produced the states (a cascade's
+  // levels): a programmatic launch hides the gap between them where the device has
+  // the Hopper kernels (whose code waits; see launch_after_previous).
+  const bool programmatic = hopper_device(p.v_a.device().index);
   dispatch_float_dtype(p.v_a.dtype(), op, [&](auto t) {
     using T = decltype(t);
     constexpr int kVec = 16 / sizeof(T);
-    if (vec == kVec) {
-      merge_state_kernel<T, kVec><<<grid, kThreads, 0, s>>>(a);
-    } else {
-      merge_state_kernel<T, 1><<<grid, kThreads, 0, s>>>(a);
-    }
+    const auto kernel = vec == kVec ? merge_state_kernel<T, kVec> : merge_state_kernel<T, 1>;
+    launch_after_previous(kernel, dim3(grid), dim3(kThreads), 0, s, programmatic, a);
   });
   KVINFER_CUDA_CHECK_LAUNCH();
 }
