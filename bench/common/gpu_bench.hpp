@@ -25,7 +25,7 @@ struct Timing {
 // calls, then `runs` timed ones, each preceded (outside the events) by a read of a
 // buffer several times the L2 so that every run starts with a cold L2. The flush also
 // keeps the GPU busy while the host enqueues fn, so host launch overhead is not
-// counted.
+// counted. The first call of a process first keeps the device busy for 200 ms.
 class GpuTimer {
  public:
   explicit GpuTimer(cudaStream_t stream = nullptr);
@@ -35,6 +35,9 @@ class GpuTimer {
 
   Timing time(const std::function<void()>& fn, int warmup = 5, int runs = 30, bool cold_l2 = true);
   void flush_l2();
+  // Busy for `ms` milliseconds, so that the clocks have left their idle state; time()
+  // calls it once per process.
+  void warm_up_device(double ms);
   cudaStream_t stream() const { return stream_; }
 
  private:
