@@ -2,7 +2,7 @@
 // The decode tile for fp8 KV: the one-warp tile of prefill_kernel.cuh (16 packed
 // query rows against 16-key tiles, mma.sync m16n8k16) with K and V converted from
 // fp8 to fp16 in registers, straight into mma fragments (the mma runs in fp16 for
-// either query type: q_fragments_to_half says why that loses nothing). The 16-bit
+// either query type: q_fragments_to_half says why that is as precise). The 16-bit
 // path of prefill_kernel.cuh stages fp8 tiles, converts them into a 16-bit copy in
 // shared memory and reads that back with ldmatrix: for a memory-bound problem that
 // round trip and its barriers cost more than the bytes fp8 saves (H200, 64 x 4k:
