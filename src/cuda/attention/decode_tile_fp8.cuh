@@ -155,16 +155,10 @@ __global__ void __launch_bounds__(32, 8) decode_fp8_kernel(const __grid_constant
   const int rows = item.row_end - item.row_begin;
   const int group = p.group_size;
 
-  detail::RequestMask mask;
-  mask.causal = p.causal;
-  mask.window_left = p.window_left;
-  mask.custom = nullptr;
-  mask.qo_len = r.qo_len;
-  mask.kv_len = r.kv_len;
-  const int tok_lo = item.row_begin / group, tok_hi = (item.row_end - 1) / group;
-  const int key_begin = max(item.kv_begin, mask.first_key(tok_lo));
-  const int key_end = min(item.kv_end, mask.last_key(tok_hi));
-  const int num_tiles = key_end > key_begin ? (key_end - key_begin + kKeys - 1) / kKeys : 0;
+  const ItemKeys keys = item_keys(p, item, r, nullptr);
+  const detail::RequestMask& mask = keys.mask;
+  const int tok_lo = keys.tok_lo, tok_hi = keys.tok_hi, key_begin = keys.key_begin, key_end = keys.key_end;
+  const int num_tiles = keys.num_tiles(kKeys);
 
   if ((static_cast<unsigned>(__cvta_generic_to_shared(smem)) & 127u) != 0) __trap();
   unsigned char* sq = smem + S::q;

@@ -130,6 +130,32 @@ __device__ __forceinline__ const char* packed_q_row(const AttentionKernelParams&
   return static_cast<const char*>(p.q) + ((r.qo_begin + row.token) * p.q_stride_n + row.head * p.q_stride_h) * 2;
 }
 
+// What a work item attends: its request's mask (custom bits only where the kernel
+// applies them), the tokens of its first and last packed rows, and the keys any of
+// its rows can see within its chunk, [key_begin, key_end) (empty when end <= begin).
+struct ItemKeys {
+  detail::RequestMask mask;
+  int tok_lo, tok_hi;
+  int key_begin, key_end;
+  __device__ __forceinline__ int num_tiles(int keys_per_tile) const {
+    return key_end > key_begin ? (key_end - key_begin + keys_per_tile - 1) / keys_per_tile : 0;
+  }
+};
+__device__ __forceinline__ ItemKeys item_keys(const AttentionKernelParams& p, const detail::WorkItem& item,
+                                              const detail::RequestInfo& r, const std::uint8_t* custom) {
+  ItemKeys k;
+  k.mask.causal = p.causal;
+  k.mask.window_left = p.window_left;
+  k.mask.custom = custom;
+  k.mask.qo_len = r.qo_len;
+  k.mask.kv_len = r.kv_len;
+  k.tok_lo = item.row_begin / p.group_size;
+  k.tok_hi = (item.row_end - 1) / p.group_size;
+  k.key_begin = max(item.kv_begin, k.mask.first_key(k.tok_lo));
+  k.key_end = min(item.kv_end, k.mask.last_key(k.tok_hi));
+  return k;
+}
+
 // Copies kRows rows of D 16-bit elements into a swizzled tile; rows >= valid are zeros.
 template <int kThreads, int kRows, int D, template <int, int> class Layout = SwizzledRows, class RowPtr>
 __device__ __forceinline__ void load_tile16(unsigned char* tile, const RowPtr& row_ptr, int valid) {
@@ -500,18 +526,10 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
   const int rows = item.row_end - item.row_begin;
   const int group = p.group_size;
 
-  detail::RequestMask mask;
-  mask.causal = p.causal;
-  mask.window_left = p.window_left;
-  mask.custom = kGeneral && p.custom_mask ? p.custom_mask + r.mask_offset : nullptr;
-  mask.qo_len = r.qo_len;
-  mask.kv_len = r.kv_len;
-
-  // Keys any row of the tile can see within the item's chunk, in tiles of kKeys.
-  const int tok_lo = item.row_begin / group, tok_hi = (item.row_end - 1) / group;
-  const int key_begin = max(item.kv_begin, mask.first_key(tok_lo));
-  const int key_end = min(item.kv_end, mask.last_key(tok_hi));
-  const int num_tiles = key_end > key_begin ? (key_end - key_begin + kKeys - 1) / kKeys : 0;
+  const ItemKeys keys = item_keys(p, item, r, kGeneral && p.custom_mask ? p.custom_mask + r.mask_offset : nullptr);
+  const detail::RequestMask& mask = keys.mask;
+  const int tok_lo = keys.tok_lo, tok_hi = keys.tok_hi, key_begin = keys.key_begin, key_end = keys.key_end;
+  const int num_tiles = keys.num_tiles(kKeys);
 
   // The swizzled addressing (SwizzledLane) needs 128-byte aligned tiles.
   if ((static_cast<unsigned>(__cvta_generic_to_shared(smem)) & 127u) != 0) __trap();
