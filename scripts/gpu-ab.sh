@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# A/B benchmark on the GPU machine: this tree (A) against another source tree (B, e.g.
-# a branch exported with `git archive BRANCH | tar -x -C .ab/b`, carried to the machine),
-# both built with the `default` instances, each benchmark run in alternating rounds
-# (A B A B ...) so that clock and thermal drift fall on both sides alike.
-# Usage: scripts/gpu-ab.sh OUTDIR B_TREE BENCH [BENCH...]
-#   e.g. scripts/gpu-ab.sh out .ab/b bench_decode bench_prefill
+# A/B benchmark on the GPU machine: this tree (A) against one or more other source
+# trees (B, e.g. a commit exported with `git archive COMMIT | tar -x -C .ab/b`, carried
+# to the machine), all built with the `default` instances, each benchmark run in
+# alternating rounds (A B1 B2, B1 B2 A, B2 A B1, ...) so that clock and thermal drift
+# and the position in a round fall on every side alike.
+# Usage: scripts/gpu-ab.sh OUTDIR B_TREE[,B_TREE...] BENCH [BENCH...]
+#   e.g. scripts/gpu-ab.sh out .ab/b1,.ab/b2 bench_decode bench_prefill
 # Environment: KVINFER_AB_ROUNDS (2), KVINFER_AB_FILTER (a --filter for every benchmark),
-# KVINFER_AB_TESTS=1 also runs B's GPU tests (ctest -L gpu).
-# Writes OUTDIR/ab.md (per case: A and B medians, B/A), OUTDIR/ab.json (every run's
-# rows) and OUTDIR/build.log.
+# KVINFER_AB_TESTS=1 also runs the last B tree's GPU tests (ctest -L gpu).
+# Writes OUTDIR/ab.md (per case: the medians of A and of each B, B/A), OUTDIR/ab.json
+# (every run's rows) and OUTDIR/build.log (with each benchmark run's seconds).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
-[[ $# -ge 3 ]] || { echo "usage: $0 OUTDIR B_TREE BENCH [BENCH...]" >&2; exit 2; }
+[[ $# -ge 3 ]] || { echo "usage: $0 OUTDIR B_TREE[,B_TREE...] BENCH [BENCH...]" >&2; exit 2; }
 out=$(mkdir -p "$1" && cd "$1" && pwd)
-b_tree=$(cd "$2" && pwd) || exit 2
+trees=("$PWD")  # side 0 is A
+IFS=, read -ra b_args <<<"$2"
+for b in "${b_args[@]}"; do trees+=("$(cd "$b" && pwd)") || exit 2; done
 shift 2
 benches=("$@")
 rounds=${KVINFER_AB_ROUNDS:-2}
@@ -29,28 +32,24 @@ build() {  # build SRC DIR: the benchmarks (and B's tests) of one tree
     "${deps_args[@]}" >>"$out/build.log" 2>&1 &&
     cmake --build "$dir" -j "$(nproc)" -- -k 0 >>"$out/build.log" 2>&1
 }
-build "$PWD" "$PWD/build-gpu" || { echo "A build failed"; tail -20 "$out/build.log"; }
-build "$b_tree" "$b_tree/build-gpu" || { echo "B build failed"; tail -20 "$out/build.log"; }
+side_name() { (($1 == 0)) && echo a || echo "b$1"; }
+for ((s = 0; s < ${#trees[@]}; ++s)); do
+  build "${trees[s]}" "${trees[s]}/build-gpu" || { echo "$(side_name $s) build failed"; tail -20 "$out/build.log"; }
+done
 
 if [[ ${KVINFER_AB_TESTS:-0} == 1 ]]; then
-  ctest --test-dir "$b_tree/build-gpu" -L gpu -j 8 --timeout 120 >"$work/tests-b.log" 2>&1
-  echo "B GPU tests: rc $? ($(grep -E 'tests passed|tests failed' "$work/tests-b.log"))" | tee -a "$out/build.log"
+  last=${trees[-1]}
+  ctest --test-dir "$last/build-gpu" -L gpu -j 8 --timeout 120 >"$work/tests-b.log" 2>&1
+  echo "$(side_name $((${#trees[@]} - 1))) GPU tests: rc $? ($(grep -E 'tests passed|tests failed' "$work/tests-b.log"))" |
+    tee -a "$out/build.log"
+  grep -E '\(Failed\)|\(Timeout\)|\*\*\*' "$work/tests-b.log" | tee -a "$out/build.log"
 fi
 
 filter=()
 [[ -n ${KVINFER_AB_FILTER:-} ]] && filter=(--filter "$KVINFER_AB_FILTER")
-for bench in "${benches[@]}"; do
-  for ((round = 1; round <= rounds; ++round)); do
-    for side in a b; do
-      dir=$PWD/build-gpu
-      [[ $side == b ]] && dir=$b_tree/build-gpu
-      timeout 300 "$dir/bench/$bench" "${filter[@]}" --json "$work/$bench.$side.$round.json" >/dev/null 2>&1 ||
-        echo "$bench ($side, round $round) failed" | tee -a "$out/build.log"
-    done
-  done
-done
-
-python3 - "$work" "$out" <<'PY'
+# The table, rewritten after every benchmark (a run cut short keeps what it measured).
+summarize() {
+  python3 - "$work" "$out" <<'PY'
 import glob, json, os, statistics, sys
 work, out = sys.argv[1], sys.argv[2]
 runs = {}  # (bench, side) -> list of row lists
@@ -62,10 +61,13 @@ for path in sorted(glob.glob(os.path.join(work, "*.json"))):
         print(f"{path}: {e}")
 # A case is a row's string-valued fields (name, wrapper, kernel, dtype, ...).
 key = lambda row: " | ".join(str(v) for k, v in row.items() if isinstance(v, str))
-lines = ["| bench | case | A µs | B µs | B / A |", "|---|---|---|---|---|"]
+sides = sorted({s for _, s in runs}, key=lambda s: (s != "a", len(s), s))
+bs = [s for s in sides if s != "a"]
+lines = ["| bench | case | A µs | " + " | ".join(f"{s.upper()} µs | {s.upper()} / A" for s in bs) + " |",
+         "|---|---|---|" + "---|---|" * len(bs)]
 for bench in sorted({b for b, _ in runs}):
     med = {}
-    for side in ("a", "b"):
+    for side in sides:
         times = {}
         for rows in runs.get((bench, side), []):
             for row in rows:
@@ -73,11 +75,31 @@ for bench in sorted({b for b, _ in runs}):
                     if field.endswith("_us") and not field.startswith(("p10", "p90", "min")):
                         times.setdefault(f"{key(row)} | {field}", []).append(value)
         med[side] = {k: statistics.median(v) for k, v in times.items()}
-    for case, a in med["a"].items():
-        b = med["b"].get(case)
-        lines.append(f"| {bench} | {case} | {a:.2f} | {'-' if b is None else f'{b:.2f}'} | "
-                     f"{'-' if b is None else f'{b / a:.3f}'} |")
+    for case, a in med.get("a", {}).items():
+        cells = []
+        for side in bs:
+            b = med[side].get(case)
+            cells.append("- | -" if b is None else f"{b:.2f} | {b / a:.3f}")
+        lines.append(f"| {bench} | {case} | {a:.2f} | " + " | ".join(cells) + " |")
 open(os.path.join(out, "ab.md"), "w").write("\n".join(lines) + "\n")
 json.dump({f"{b}.{s}": r for (b, s), r in runs.items()}, open(os.path.join(out, "ab.json"), "w"))
-print("\n".join(lines))
 PY
+}
+
+for bench in "${benches[@]}"; do
+  for ((round = 1; round <= rounds; ++round)); do
+    for ((k = 0; k < ${#trees[@]}; ++k)); do
+      # Round r starts at side r-1: with as many rounds as sides, each side runs first
+      # once (the first run after a build or another benchmark can be the slow one).
+      s=$(((k + round - 1) % ${#trees[@]}))
+      side=$(side_name $s)
+      start=$SECONDS
+      timeout 300 "${trees[s]}/build-gpu/bench/$bench" "${filter[@]}" --json "$work/$bench.$side.$round.json" \
+        >/dev/null 2>&1 || echo "$bench ($side, round $round) failed" | tee -a "$out/build.log"
+      echo "$bench ($side, round $round): $((SECONDS - start)) s" >>"$out/build.log"
+    done
+  done
+  summarize
+done
+cat "$out/ab.md"
+
