@@ -46,6 +46,16 @@ struct RequestMask {
     return custom == nullptr || custom_bit(row, key);
   }
 
+  // Keys [*first, *last) that every row of [row_begin, row_end) (non-empty) sees
+  // before the custom mask: without one, a tile of keys inside them needs no
+  // per-element masking (empty when *first >= *last). A kernel takes them once per
+  // work item, where classify would redo the rows' bounds for every key tile.
+  KVINFER_HD void common_keys(std::int32_t row_begin, std::int32_t row_end, std::int32_t* first,
+                              std::int32_t* last) const {
+    *first = first_key(row_end - 1);  // first_key and last_key are non-decreasing in the row
+    *last = last_key(row_begin);
+  }
+
   // Classifies rows [row_begin, row_end) x keys [key_begin, key_end).
   KVINFER_HD TileClass classify(std::int32_t row_begin, std::int32_t row_end, std::int32_t key_begin,
                                 std::int32_t key_end) const {

@@ -215,6 +215,16 @@ __global__ void __launch_bounds__(32, 8) decode_fp8_kernel(const __grid_constant
   }
   const float q_scale = q_fragments_to_half<TQ>(qf);
 
+  // This lane's offsets in a raw stage: its K words (key 8 f + g, dims 64 blk + 16 t4)
+  // and its V rows (keys 2 t4 + (e & 1) + 8 (e >> 1), dims [C g, C g + C)).
+  int k_off[2][D / 64], v_off[4];
+#pragma unroll
+  for (int f = 0; f < 2; ++f)
+#pragma unroll
+    for (int blk = 0; blk < D / 64; ++blk) k_off[f][blk] = raw_offset<D>(8 * f + g, 64 * blk + 16 * t4);
+#pragma unroll
+  for (int e = 0; e < 4; ++e) v_off[e] = raw_offset<D>(2 * t4 + (e & 1) + 8 * (e >> 1), C * g);
+
   int tok[1][2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) tok[0][h] = int(p.group_div.div(std::uint32_t(item.row_begin + min(g + 8 * h, rows - 1))));
@@ -231,7 +241,6 @@ __global__ void __launch_bounds__(32, 8) decode_fp8_kernel(const __grid_constant
 
   for (int t = 0; t < num_tiles; ++t) {
     const int key0 = key_begin + t * kKeys;
-    const int nk = min(kKeys, key_end - key0);
     // Tile t + kStages - 1 goes into the stage tile t - 1 used (released by the
     // barrier that ended the previous iteration).
     if (t + kStages - 1 < num_tiles) load_kv(t + kStages - 1);
@@ -241,22 +250,27 @@ __global__ void __launch_bounds__(32, 8) decode_fp8_kernel(const __grid_constant
     const unsigned char* kt = stage_of(t);
     const unsigned char* vt = kt + kKeys * D;
 
-    // S = Q K^T: lane row g of n8 fragment f is key 8 f + g.
-    float s[1][2][4];
+    // S = Q K^T: lane row g of n8 fragment f is key 8 f + g. Even and odd k-steps
+    // accumulate separately (four chains of dependent mma instead of two: with two
+    // warps per scheduler their latency is on the critical path) and are summed.
+    float s[1][2][4], s_odd[2][4];
 #pragma unroll
     for (int f = 0; f < 2; ++f) {
-      s[0][f][0] = s[0][f][1] = s[0][f][2] = s[0][f][3] = 0.0f;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[0][f][e] = s_odd[f][e] = 0.0f;
 #pragma unroll
       for (int blk = 0; blk < D / 64; ++blk) {
-        const uint4 w = *reinterpret_cast<const uint4*>(kt + raw_offset<D>(8 * f + g, 64 * blk + 16 * t4));
+        const uint4 w = *reinterpret_cast<const uint4*>(kt + k_off[f][blk]);
         const std::uint32_t words[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
         for (int k4 = 0; k4 < 4; ++k4) {
           std::uint32_t b0, b1;
           fp8x4_to_half2x2<TKV>(words[k4], b0, b1);
-          mma::m16n8k16<__half>(s[0][f], qf[4 * blk + k4], b0, b1);
+          mma::m16n8k16<__half>(k4 % 2 ? s_odd[f] : s[0][f], qf[4 * blk + k4], b0, b1);
         }
       }
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[0][f][e] += s_odd[f][e];
     }
     if (prescale) {
 #pragma unroll
@@ -264,7 +278,7 @@ __global__ void __launch_bounds__(32, 8) decode_fp8_kernel(const __grid_constant
 #pragma unroll
         for (int e = 0; e < 4; ++e) s[0][f][e] *= qk_scale_log2;
     }
-    if (nk < kKeys || mask.classify(tok_lo, tok_hi + 1, key0, key0 + kKeys) != detail::TileClass::kFull) {
+    if (keys.needs_mask(key0, kKeys)) {
       mask_scores<false>(s, mask, tok, key0, key_end, lane);
     }
     float rescale[1][2];
@@ -278,7 +292,7 @@ __global__ void __launch_bounds__(32, 8) decode_fp8_kernel(const __grid_constant
     std::uint32_t v[4][kWords];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const unsigned char* src = vt + raw_offset<D>(2 * t4 + (e & 1) + 8 * (e >> 1), C * g);
+      const unsigned char* src = vt + v_off[e];
       if constexpr (kWords == 4) {
         const uint4 x = *reinterpret_cast<const uint4*>(src);
         v[e][0] = x.x, v[e][1] = x.y, v[e][2] = x.z, v[e][3] = x.w;

@@ -131,14 +131,21 @@ __device__ __forceinline__ const char* packed_q_row(const AttentionKernelParams&
 }
 
 // What a work item attends: its request's mask (custom bits only where the kernel
-// applies them), the tokens of its first and last packed rows, and the keys any of
-// its rows can see within its chunk, [key_begin, key_end) (empty when end <= begin).
+// applies them), the tokens of its first and last packed rows, the keys any of its
+// rows can see within its chunk, [key_begin, key_end) (empty when end <= begin), and
+// those all of them see, [full_lo, full_end) (none under custom bits): a key tile
+// inside the latter needs no per-element mask, two compares instead of classifying
+// the rows' bounds for every tile.
 struct ItemKeys {
   detail::RequestMask mask;
   int tok_lo, tok_hi;
   int key_begin, key_end;
+  int full_lo, full_end;
   __device__ __forceinline__ int num_tiles(int keys_per_tile) const {
     return key_end > key_begin ? (key_end - key_begin + keys_per_tile - 1) / keys_per_tile : 0;
+  }
+  __device__ __forceinline__ bool needs_mask(int key0, int keys_per_tile) const {
+    return key0 < full_lo || key0 + keys_per_tile > full_end;
   }
 };
 __device__ __forceinline__ ItemKeys item_keys(const AttentionKernelParams& p, const detail::WorkItem& item,
@@ -153,6 +160,8 @@ __device__ __forceinline__ ItemKeys item_keys(const AttentionKernelParams& p, co
   k.tok_hi = (item.row_end - 1) / p.group_size;
   k.key_begin = max(item.kv_begin, k.mask.first_key(k.tok_lo));
   k.key_end = min(item.kv_end, k.mask.last_key(k.tok_hi));
+  k.mask.common_keys(k.tok_lo, k.tok_hi + 1, &k.full_lo, &k.full_end);
+  k.full_end = custom != nullptr ? k.full_lo : min(k.full_end, k.key_end);
   return k;
 }
 
@@ -606,7 +615,6 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
 
   for (int t = 0; t < num_tiles; ++t) {
     const int key0 = key_begin + t * kKeys;
-    const int nk = min(kKeys, key_end - key0);
     const int stage = t & 1;
     // The next tile streams in while this one is computed (its stage was released by
     // the barrier that ended the previous iteration).
@@ -678,7 +686,7 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
 #pragma unroll
           for (int e = 0; e < 4; ++e) s[m][n][e] *= p.sm_scale_log2;
     }
-    if (nk < kKeys || mask.classify(tok_lo, tok_hi + 1, key0, key0 + kKeys) != detail::TileClass::kFull) {
+    if (keys.needs_mask(key0, kKeys)) {
       mask_scores<kGeneral>(s, mask, tok, key0, key_end, lane);
     }
 

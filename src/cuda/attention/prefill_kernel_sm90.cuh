@@ -256,7 +256,7 @@ __global__ void __launch_bounds__(HopperPrefillShape<D>::kThreads, HopperPrefill
 #pragma unroll
         for (int e = 0; e < 4; ++e) s[0][n][e] *= p.sm_scale_log2;
     }
-    if (key_end - key0 < kKeys || mask.classify(tok_lo, tok_hi + 1, key0, key0 + kKeys) != detail::TileClass::kFull) {
+    if (keys.needs_mask(key0, kKeys)) {
       mask_scores<false>(s, mask, tok, key0, key_end, lane);
     }
     return online_softmax(s, row_max, row_sum, rescale, sc);
