@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 // MultiLevelCascadeAttention: one paged-prefill plan per level over the shared
 // q/o and page pool; run attends the last level into out, then each other level
-// into a scratch state that is merged into out in place.
+// into a scratch state that is merged into out in place. On the GPU the last level
+// runs on a side stream, concurrently with the level before it: the last level is
+// typically a bandwidth-bound decode over each request's own pages, the one before
+// a tensor-core bound attention of all requests' queries to a shared prefix, and
+// the two use different parts of the device.
 #include "kvinfer/attention/cascade.hpp"
 
 #include <fmt/format.h>
 
+#include <memory>
+
 #include "core/check.hpp"
+#include "core/stream_fork.hpp"
 #include "kvinfer/attention/prefill.hpp"
 #include "kvinfer/ops/merge.hpp"
 
@@ -25,6 +32,8 @@ struct MultiLevelCascadeAttention::Impl {
   // Scratch of the non-last levels and the LSE of out when the caller wants none;
   // allocated in plan (fixed by the capacity in CUDA-graph mode), never in run.
   Tensor scratch_o, scratch_lse, out_lse;
+  // The side stream of the last level (CUDA, two or more levels); made in plan.
+  std::unique_ptr<detail::StreamFork> fork;
 };
 
 MultiLevelCascadeAttention::MultiLevelCascadeAttention(int num_levels, Device device, KVLayout kv_layout,
@@ -99,6 +108,7 @@ void MultiLevelCascadeAttention::plan(const CascadePlanArgs& args) {
     ensure(m.scratch_lse, {rows, args.num_qo_heads}, DType::kF32);
     ensure(m.out_lse, {rows, args.num_qo_heads}, DType::kF32);
   }
+  if (num_levels > 1 && m.device.is_cuda() && !m.fork) m.fork = std::make_unique<detail::StreamFork>(m.device);
   m.nnz_q = nnz_q;
   m.num_qo_heads = args.num_qo_heads;
   m.head_dim = args.head_dim;
@@ -116,14 +126,26 @@ void MultiLevelCascadeAttention::run(const TensorView& q, const PagedKVCache& ca
     return;
   }
   const TensorView lse = options.lse.defined() ? options.lse : m.out_lse.view().slice(0, 0, m.nnz_q);
-  RunOptions last = options;
-  last.lse = lse;
-  m.levels.back().run(q, cache, out, last);
+  // The last level writes out and lse (on the side stream where there is one), the
+  // level before it the scratch state; both only read q and the cache. The side
+  // stream joins before the first merge into out, and also when a level throws,
+  // so that a CUDA-graph capture is never left with an unjoined stream.
   const TensorView scratch_o = m.scratch_o.view().slice(0, 0, m.nnz_q);
   const TensorView scratch_lse = m.scratch_lse.view().slice(0, 0, m.nnz_q);
-  for (std::int64_t l = num_levels - 2; l >= 0; --l) {
-    RunOptions level = options;
-    level.lse = scratch_lse;
+  RunOptions last = options, level = options;
+  last.lse = lse;
+  level.lse = scratch_lse;
+  if (m.fork) last.stream = m.fork->fork(options.stream);
+  try {
+    m.levels.back().run(q, cache, out, last);
+    m.levels[num_levels - 2].run(q, cache, scratch_o, level);
+  } catch (...) {
+    if (m.fork) m.fork->join(options.stream);
+    throw;
+  }
+  if (m.fork) m.fork->join(options.stream);
+  merge_state_in_place(out, lse, scratch_o, scratch_lse, {}, options.stream);
+  for (std::int64_t l = num_levels - 3; l >= 0; --l) {
     m.levels[l].run(q, cache, scratch_o, level);
     merge_state_in_place(out, lse, scratch_o, scratch_lse, {}, options.stream);
   }

@@ -68,4 +68,30 @@ bool hopper_device(int device) {
 #endif
 }
 
+Stream create_stream(int device) {
+  KVINFER_CUDA_CHECK(cudaSetDevice(device));
+  cudaStream_t s = nullptr;
+  KVINFER_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  return s;
+}
+
+void destroy_stream(Stream stream) { cudaStreamDestroy(static_cast<cudaStream_t>(stream)); }  // at teardown
+
+Event create_event(int device) {
+  KVINFER_CUDA_CHECK(cudaSetDevice(device));
+  cudaEvent_t e = nullptr;
+  KVINFER_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  return e;
+}
+
+void destroy_event(Event event) { cudaEventDestroy(static_cast<cudaEvent_t>(event)); }  // at teardown
+
+void record_event(Event event, Stream stream) {
+  KVINFER_CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)));
+}
+
+void stream_wait_event(Stream stream, Event event) {
+  KVINFER_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0));
+}
+
 }  // namespace kvinfer::cuda

@@ -26,4 +26,16 @@ int multiprocessor_count(int device);
 // safe to launch programmatically (cudaLaunchAttributeProgrammaticStreamSerialization).
 bool hopper_device(int device);
 
+// Side streams and events, for work that forks from a caller's stream and joins it
+// again: a non-blocking stream (no implicit order with the legacy default stream)
+// and events without timing. Recording and waiting are legal during CUDA-graph
+// capture, where they add the side stream's work to the captured graph.
+using Event = void*;
+Stream create_stream(int device);
+void destroy_stream(Stream stream);
+Event create_event(int device);
+void destroy_event(Event event);
+void record_event(Event event, Stream stream);
+void stream_wait_event(Stream stream, Event event);
+
 }  // namespace kvinfer::cuda

@@ -58,7 +58,8 @@ struct Built {
 }  // namespace
 
 void run_cascade_case(const std::vector<LevelSpec>& levels, const std::vector<std::int32_t>& qo_lens,
-                      AttentionOptions options, std::uint64_t seed, MultiLevelCascadeAttention* wrapper, Device device) {
+                      AttentionOptions options, std::uint64_t seed, MultiLevelCascadeAttention* wrapper, Device device,
+                      const RunExecutor& execute) {
   Pool pool(seed);
   const int batch = int(qo_lens.size());
   std::vector<std::int32_t> qo_indptr(1, 0);
@@ -103,7 +104,11 @@ void run_cascade_case(const std::vector<LevelSpec>& levels, const std::vector<st
     // Poisoned outputs on the device, then the results back on the host.
     const Tensor cache_dev = pool.cache.to(device), q_dev = q.to(device);
     Tensor out_dev = out.to(device), lse_dev = lse.to(device);
-    w.run(q_dev, PagedKVCache::combined(cache_dev), out_dev, {.lse = lse_dev});
+    const auto run = [&](Stream stream) {
+      w.run(q_dev, PagedKVCache::combined(cache_dev), out_dev, {.lse = lse_dev, .stream = stream});
+    };
+    if (execute) execute(run);
+    else run(nullptr);
     out = out_dev.to(Device::cpu());
     lse = lse_dev.to(Device::cpu());
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "kvinfer/kvinfer.hpp"
@@ -17,10 +18,15 @@ struct LevelSpec {
   std::vector<std::int32_t> lens;  // per subtree
 };
 
+// How a GPU case executes the wrapper's run, given as a call that enqueues it on a
+// stream: by default directly on the default stream; a test may capture it into a
+// CUDA graph instead and launch that.
+using RunExecutor = std::function<void(const std::function<void(Stream)>& run)>;
+
 // Runs one cascade through `wrapper` (a fresh one on `device` when null) and checks
 // O and LSE against the oracle (fp16, 8 qo / 2 KV heads, head_dim 64, page 16).
 void run_cascade_case(const std::vector<LevelSpec>& levels, const std::vector<std::int32_t>& qo_lens,
                       AttentionOptions options, std::uint64_t seed, MultiLevelCascadeAttention* wrapper = nullptr,
-                      Device device = Device::cpu());
+                      Device device = Device::cpu(), const RunExecutor& execute = {});
 
 }  // namespace kvinfer::testing
