@@ -21,17 +21,24 @@ struct Timing {
   int runs = 0;
 };
 
-// Times `fn` (which enqueues work on `stream`) with CUDA events: `warmup` untimed
-// calls, then `runs` timed ones, each preceded (outside the events) by a read of a
-// buffer several times the L2 so that every run starts with a cold L2. The flush also
-// keeps the GPU busy while the host enqueues fn, so host launch overhead is not
-// counted. The first call of a process first keeps the device busy for 200 ms.
+// Times `fn` (which enqueues work on `stream`) with CUDA events: untimed calls, at
+// least `warmup` and for at least kWarmUpMs, then `runs` timed ones, each preceded
+// (outside the events) by a read of a buffer several times the L2 so that every run
+// starts with a cold L2. The flush also keeps the GPU busy while the host enqueues fn,
+// so host launch overhead is not counted. The first call of a process first keeps
+// the device busy for 200 ms.
 class GpuTimer {
  public:
   explicit GpuTimer(cudaStream_t stream = nullptr);
   ~GpuTimer();
   GpuTimer(const GpuTimer&) = delete;
   GpuTimer& operator=(const GpuTimer&) = delete;
+
+  // Untimed calls of each case last at least this long, as the timed ones do (flush,
+  // then fn): the first case of a process measured slower than the same case later
+  // in the process (1x32k decode: 46.3 us over its first 25 runs, 43.4 over 300; the
+  // first prefill case bimodal, 695 or 823-847 us) despite the 200 ms device warm-up.
+  static constexpr double kWarmUpMs = 50.0;
 
   Timing time(const std::function<void()>& fn, int warmup = 5, int runs = 30, bool cold_l2 = true);
   void flush_l2();

@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Timing and reporting shared by the peer benchmarks (bench/peer_*.py), measured as
-bench/common measures ours: CUDA events, warm-up, L2 evicted before every timed run,
+bench/common measures ours: CUDA events, warm-up, L2 evicted (by a read) before every timed run,
 median (and minimum) of >= 20 runs; the JSON has the shape of bench/common/report.hpp's."""
 import argparse
 import json
 import statistics
+import time
 
 import torch
 
@@ -17,14 +18,28 @@ def parse_args(runs=20):
     return ap.parse_args()
 
 
-def time_ms(fn, runs, warmup=3):
-    """Median and minimum milliseconds of fn() over max(runs, 20) cold-L2 runs."""
-    flush = torch.empty(512 << 20, dtype=torch.uint8, device="cuda")
-    for _ in range(warmup):
+def time_ms(fn, runs, warmup=3, warmup_ms=50.0):
+    """Median and minimum milliseconds of fn() over max(runs, 20) cold-L2 runs, after
+    untimed calls (at least `warmup`, for at least warmup_ms), as bench/common does."""
+    flush = torch.empty(64 << 20, dtype=torch.int32, device="cuda")  # 256 MB, 4x the L2, as ours
+
+    def evict():
+        # A read, as ours: a write would leave the L2 full of dirty lines whose
+        # write-back the timed run would pay (50 MB: 12 us of a 45 us decode).
+        torch.sum(flush, dtype=torch.int64)
+
+    start = time.perf_counter()
+    i = 0
+    while i < warmup or (time.perf_counter() - start) * 1e3 < warmup_ms:
+        evict()
         fn()
+        i += 1
+        if i % 8 == 0:
+            torch.cuda.synchronize()
+    torch.cuda.synchronize()
     times = []
     for _ in range(max(runs, 20)):
-        flush.zero_()  # evicts L2 (50 MB) before every timed run
+        evict()
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()
