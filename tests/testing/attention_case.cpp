@@ -129,7 +129,7 @@ Built build(const AttentionCase& c, Device device, std::mt19937_64& rng) {
   const std::int64_t hk = c.num_kv_heads;
 
   b.q.make({nnz_q, c.num_qo_heads, c.head_dim_qk}, c.q_dtype, stride_pad(3, c.strided));
-  fill_normal(b.q.host, rng);
+  fill_normal(b.q.host, rng, c.q_std);
   b.out.make({nnz_q, c.num_qo_heads, c.head_dim_vo}, c.o_dtype, stride_pad(3, c.strided));
   if (c.with_lse) b.lse.make({nnz_q, c.num_qo_heads}, DType::kF32);
 
@@ -295,12 +295,13 @@ std::string AttentionCase::describe() const {
   static constexpr const char* kMask[] = {"none", "causal", "custom"};
   return fmt::format(
       "{} [{}] B={} ({}) Hq={} Hk={} D={}/{} page={} {} {}{} mask={}{} win={} cap={} pos={} q={} kv={} o={} lse={} "
-      "split={}{}",
+      "split={}{}{}",
       name, kWrapper[int(wrapper)], qo_lens.size(), lens, num_qo_heads, num_kv_heads, head_dim_qk, head_dim_vo,
       page_size, kv_layout_name(layout), combined_cache ? "5-D" : "pair", strided ? " strided" : "",
       kMask[int(options.mask_mode)], packed_mask ? "(packed)" : "", options.window_left, options.logits_soft_cap,
       pos_encoding_name(options.pos_encoding), dtype_name(q_dtype), dtype_name(kv_dtype), dtype_name(o_dtype),
-      with_lse, split.fixed_split_size, split.disable_split_kv ? " nosplit" : "");
+      with_lse, split.fixed_split_size, split.disable_split_kv ? " nosplit" : "",
+      q_std != 1.0f ? fmt::format(" q_std={}", q_std) : std::string());
 }
 
 std::string CaseReport::summary() const {

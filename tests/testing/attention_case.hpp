@@ -36,6 +36,7 @@ struct AttentionCase {
   bool with_lse = true;
   float k_scale = 1.0f;
   float v_scale = 1.0f;
+  float q_std = 1.0f;  // queries drawn from N(0, q_std^2)
   SplitOptions split;
   std::uint64_t seed = 1;
 

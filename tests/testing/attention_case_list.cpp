@@ -134,6 +134,24 @@ std::vector<AttentionCase> attention_case_list() {
     cases.push_back(c);
   }
   {
+    // bf16 queries far beyond fp16's range (|q| up to ~1e6) on fp8 KV: the GPU's fp8
+    // decode tile runs its mma in fp16 and scales such queries by an exact power of
+    // two. A small k_scale brings the logits back to a few units, so that the
+    // softmax spreads over many keys (a one-hot softmax would hide errors in O).
+    AttentionCase c = base("fp8_bf16_queries_beyond_fp16", Wrapper::kDecode);
+    c.num_qo_heads = 32;
+    c.num_kv_heads = 8;
+    c.head_dim_qk = c.head_dim_vo = 128;
+    c.q_dtype = c.o_dtype = DType::kBF16;
+    c.kv_dtype = DType::kE4M3;
+    c.k_scale = 2e-5f;
+    c.v_scale = 1.25f;
+    c.q_std = 2e5f;
+    c.qo_lens = {1, 1, 1};
+    c.kv_lens = {700, 33, 2000};
+    cases.push_back(c);
+  }
+  {
     AttentionCase c = base("batch0", Wrapper::kRaggedPrefill);
     cases.push_back(c);
   }

@@ -39,8 +39,8 @@ char* element_at(const TensorView& t, std::initializer_list<std::int64_t> idx) {
   return static_cast<char*>(t.element_ptr(std::span(idx.begin(), idx.size())));
 }
 
-void fill_normal(const TensorView& t, std::mt19937_64& rng) {
-  std::normal_distribution<float> nd(0.0f, 1.0f);
+void fill_normal(const TensorView& t, std::mt19937_64& rng, float std_dev) {
+  std::normal_distribution<float> nd(0.0f, std_dev);
   std::vector<std::int64_t> idx(static_cast<std::size_t>(t.rank()), 0);
   const std::int64_t n = t.numel();
   for (std::int64_t e = 0; e < n; ++e) {

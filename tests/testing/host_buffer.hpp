@@ -23,7 +23,7 @@ float round_to(float x, DType t);
 // Address of element idx of a view.
 char* element_at(const TensorView& t, std::initializer_list<std::int64_t> idx);
 // Every element of t drawn from N(0, 1), stored in t's dtype.
-void fill_normal(const TensorView& t, std::mt19937_64& rng);
+void fill_normal(const TensorView& t, std::mt19937_64& rng, float std_dev = 1.0f);
 
 // A host tensor, poisoned with 0xFF bytes (NaN in every float format), and for a
 // GPU run a device copy with the same offset and strides.
