@@ -157,7 +157,7 @@ __global__ void __launch_bounds__(32, 8) decode_fp8_kernel(const __grid_constant
 
   const ItemKeys keys = item_keys(p, item, r, nullptr);
   const detail::RequestMask& mask = keys.mask;
-  const int tok_lo = keys.tok_lo, tok_hi = keys.tok_hi, key_begin = keys.key_begin, key_end = keys.key_end;
+  const int key_begin = keys.key_begin, key_end = keys.key_end;
   const int num_tiles = keys.num_tiles(kKeys);
 
   if ((static_cast<unsigned>(__cvta_generic_to_shared(smem)) & 127u) != 0) __trap();

@@ -131,14 +131,12 @@ __device__ __forceinline__ const char* packed_q_row(const AttentionKernelParams&
 }
 
 // What a work item attends: its request's mask (custom bits only where the kernel
-// applies them), the tokens of its first and last packed rows, the keys any of its
-// rows can see within its chunk, [key_begin, key_end) (empty when end <= begin), and
-// those all of them see, [full_lo, full_end) (none under custom bits): a key tile
-// inside the latter needs no per-element mask, two compares instead of classifying
-// the rows' bounds for every tile.
+// applies them), the keys any of its rows can see within its chunk, [key_begin,
+// key_end) (empty when end <= begin), and those all of them see, [full_lo, full_end)
+// (none under custom bits): a key tile inside the latter needs no per-element mask,
+// two compares instead of classifying the rows' bounds for every tile.
 struct ItemKeys {
   detail::RequestMask mask;
-  int tok_lo, tok_hi;
   int key_begin, key_end;
   int full_lo, full_end;
   __device__ __forceinline__ int num_tiles(int keys_per_tile) const {
@@ -156,11 +154,11 @@ __device__ __forceinline__ ItemKeys item_keys(const AttentionKernelParams& p, co
   k.mask.custom = custom;
   k.mask.qo_len = r.qo_len;
   k.mask.kv_len = r.kv_len;
-  k.tok_lo = item.row_begin / p.group_size;
-  k.tok_hi = (item.row_end - 1) / p.group_size;
-  k.key_begin = max(item.kv_begin, k.mask.first_key(k.tok_lo));
-  k.key_end = min(item.kv_end, k.mask.last_key(k.tok_hi));
-  k.mask.common_keys(k.tok_lo, k.tok_hi + 1, &k.full_lo, &k.full_end);
+  const int tok_lo = item.row_begin / p.group_size;  // the item's first and last tokens
+  const int tok_hi = (item.row_end - 1) / p.group_size;
+  k.key_begin = max(item.kv_begin, k.mask.first_key(tok_lo));
+  k.key_end = min(item.kv_end, k.mask.last_key(tok_hi));
+  k.mask.common_keys(tok_lo, tok_hi + 1, &k.full_lo, &k.full_end);
   k.full_end = custom != nullptr ? k.full_lo : min(k.full_end, k.key_end);
   return k;
 }
@@ -537,7 +535,7 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
 
   const ItemKeys keys = item_keys(p, item, r, kGeneral && p.custom_mask ? p.custom_mask + r.mask_offset : nullptr);
   const detail::RequestMask& mask = keys.mask;
-  const int tok_lo = keys.tok_lo, tok_hi = keys.tok_hi, key_begin = keys.key_begin, key_end = keys.key_end;
+  const int key_begin = keys.key_begin, key_end = keys.key_end;
   const int num_tiles = keys.num_tiles(kKeys);
 
   // The swizzled addressing (SwizzledLane) needs 128-byte aligned tiles.

@@ -112,7 +112,7 @@ __global__ void __launch_bounds__(HopperPrefillShape<D>::kThreads, HopperPrefill
 
   const ItemKeys keys = item_keys(p, item, r, nullptr);
   const detail::RequestMask& mask = keys.mask;
-  const int tok_lo = keys.tok_lo, tok_hi = keys.tok_hi, key_begin = keys.key_begin, key_end = keys.key_end;
+  const int key_begin = keys.key_begin, key_end = keys.key_end;
   const int num_tiles = keys.num_tiles(kKeys);
 
   const auto q_row = [&](int i) { return packed_q_row(p, item, r, group, i); };
