@@ -144,9 +144,9 @@ Schedule AttentionPlan::make_plan_schedule(const PlanRequest& req, const Attenti
     in.split_waves = 1;
     // A chunk's partial state (rows x head_dim floats, written and merged) should stay
     // small next to the KV it reads: chunks of at least 8 keys per row of the tile.
-    // Decode tiles take at least 512 keys: one 32k request split into 256-key chunks
-    // (its one-wave split) measured 47.3-48.0 us on the H200, in 512-key chunks
-    // 43.8-44.2 (half the items, half the partial states to merge).
+    // Decode tiles take at least 512 keys: half the items and partial states of the
+    // 256-key one-wave split of a single 32k request, which measured 0.99 of its time
+    // on the H200 (fp8 KV 0.96-0.98; docs/performance.md, session 6).
     const std::int64_t min_keys = traits.q_tile_rows <= 16 ? 512 : 8 * std::int64_t(traits.q_tile_rows);
     in.min_chunk_tokens = std::max<std::int64_t>(in.min_chunk_tokens, min_keys);
   }
