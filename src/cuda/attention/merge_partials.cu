@@ -55,6 +55,22 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, warps = int(blockDim.x) / 32;
   const auto state = [&](int c) { return (r.partial_begin + std::int64_t(c) * r.qo_len + t) * p.num_qo_heads + h; };
 
+  // This warp's first kPrefetch chunks (their LSE and this lane's first 4 dims of O)
+  // are loaded before the reductions over every chunk's LSE, so that the two round
+  // trips to L2 overlap rather than follow each other.
+  constexpr int kPrefetch = 4;
+  const int e_first = lane * 4;
+  float pre_lse[kPrefetch];
+  float4 pre_o[kPrefetch];
+#pragma unroll
+  for (int k = 0; k < kPrefetch; ++k) {
+    const int c = warp + k * warps;
+    const bool ok = c < r.num_chunks && e_first < head_dim;
+    pre_lse[k] = ok ? p.partial_lse[state(c)] : -INFINITY;
+    pre_o[k] = ok ? *reinterpret_cast<const float4*>(p.partial_o + state(c) * head_dim + e_first)
+                  : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
+
   float m = -INFINITY;
 #pragma unroll 4
   for (int c = lane; c < r.num_chunks; c += 32) m = fmaxf(m, p.partial_lse[state(c)]);
@@ -71,8 +87,20 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   for (int e0 = lane * 4; e0 < head_dim; e0 += 128) {
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (m != -INFINITY) {
+      int c0 = warp;
+      if (e0 == e_first) {  // the prefetched chunks (zero weight past the last chunk)
+#pragma unroll
+        for (int k = 0; k < kPrefetch; ++k) {
+          const float w = exp2_approx(pre_lse[k] - m);
+          acc.x += w * pre_o[k].x;
+          acc.y += w * pre_o[k].y;
+          acc.z += w * pre_o[k].z;
+          acc.w += w * pre_o[k].w;
+        }
+        c0 = warp + kPrefetch * warps;
+      }
 #pragma unroll 4
-      for (int c = warp; c < r.num_chunks; c += warps) {
+      for (int c = c0; c < r.num_chunks; c += warps) {
         const float w = exp2_approx(p.partial_lse[state(c)] - m);
         const float4 o = *reinterpret_cast<const float4*>(p.partial_o + state(c) * head_dim + e0);
         acc.x += w * o.x;
