@@ -44,13 +44,14 @@ __device__ __forceinline__ float warp_sum(float x) {
 template <class TO>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     merge_partials_kernel(const __grid_constant__ AttentionKernelParams p, int head_dim) {
-  // The states are written by the attention kernel just before; with a programmatic
-  // launch this CTA may start while that kernel finishes, and waits here.
-  wait_for_previous_kernel();
+  // The plan's arrays are in place before the attention kernel starts; the states
+  // are written by it. With a programmatic launch this CTA may start while that
+  // kernel runs: it reads its row's plan entries, then waits.
   const int token = int(blockIdx.x) / p.num_qo_heads, h = int(blockIdx.x) % p.num_qo_heads;
   if (token >= p.counts[1]) return;
   const detail::MergeToken mt = p.merge_tokens[token];
   const detail::RequestInfo r = p.requests[mt.request];
+  wait_for_previous_kernel();
   const std::int64_t t = mt.row - r.qo_begin;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, warps = int(blockDim.x) / 32;
   const auto state = [&](int c) { return (r.partial_begin + std::int64_t(c) * r.qo_len + t) * p.num_qo_heads + h; };

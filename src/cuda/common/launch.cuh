@@ -52,8 +52,9 @@ void launch_after_previous(void (*kernel)(Params...), dim3 grid, dim3 block, std
   KVINFER_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
 }
 
-// The first statement of a kernel launched by launch_after_previous: waits until the
-// previous kernel has completed and its writes are visible (a no-op otherwise).
+// In a kernel launched by launch_after_previous, before its first access to what the
+// previous kernel writes: waits until that kernel has completed and its writes are
+// visible (a no-op otherwise).
 __device__ __forceinline__ void wait_for_previous_kernel() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
