@@ -86,16 +86,17 @@ __device__ __forceinline__ void fp8x4_to_half2x2(std::uint32_t x, std::uint32_t&
 // row's page is looked up once and its units are immediates off one address. In the
 // swizzled stage (128-byte aligned, V rows kKeys * D bytes after K's) the lane's unit
 // 2u + h lands at raw_offset(row, h kUnit) ^ 2u kUnit: the step only flips bits 4-6
-// of the offset, which the swizzle permutes within the row's 128-byte line.
+// of the offset, which the swizzle permutes within the row's 128-byte line. Pages
+// come from `ahead`, looked up a tile before.
 template <int D, int kKeys, bool kPaged, int kUnit>
 __device__ __forceinline__ void copy_fp8_tile(unsigned stage, const KeyLocator& locate, const KeyRow& k_row,
-                                              const KeyRow& v_row, int key0, int valid) {
+                                              const KeyRow& v_row, int key0, int valid, const PagesAhead<kKeys>& ahead) {
   static_assert(kKeys * 2 == 32 && D <= 128, "two lanes per key row of at most one 128-byte line");
   constexpr int kSteps = D / kUnit / 2;
   const int row = int(threadIdx.x) / 2, h = int(threadIdx.x) % 2;
   const bool ok = row < valid;
   const int key = key0 + (ok ? row : 0);
-  const KeySlot at = kPaged ? locate(key) : KeySlot{0, key};
+  const KeySlot at = kPaged ? ahead.slot(locate, key, ok ? row : 0) : KeySlot{0, key};
   const char* k_src = k_row(at) + h * kUnit;
   const char* v_src = v_row(at) + h * kUnit;
   const unsigned base = stage + unsigned(raw_offset<D>(row, h * kUnit));
@@ -178,12 +179,14 @@ __global__ void __launch_bounds__(32, 8) decode_fp8_kernel(const __grid_constant
                       std::uintptr_t(p.k_stride_page | p.k_stride_token | p.k_stride_head | p.v_stride_page |
                                      p.v_stride_token | p.v_stride_head)) &
                      15u) == 0;
+  // The pages of the next tile to load, looked up one load ahead (PagesAhead).
+  PagesAhead<kKeys> ahead;
   const auto load_kv = [&](int t) {
     const int key0 = key_begin + t * kKeys;
     const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(stage_of(t)));
     const auto copy = [&](auto paged, auto unit) {
       copy_fp8_tile<D, kKeys, decltype(paged)::value, decltype(unit)::value>(dst, locate, k_row, v_row, key0,
-                                                                              key_end - key0);
+                                                                              key_end - key0, ahead);
     };
     if (locate.pages != nullptr) {
       wide ? copy(std::true_type{}, std::integral_constant<int, 16>{}) : copy(std::true_type{}, std::integral_constant<int, 8>{});
@@ -195,9 +198,13 @@ __global__ void __launch_bounds__(32, 8) decode_fp8_kernel(const __grid_constant
   // so that "all but the newest kStages - 1 groups" always means "tile t".
 #pragma unroll
   for (int t = 0; t < kStages - 1; ++t) {
-    if (t < num_tiles) load_kv(t);
+    if (t < num_tiles) {
+      ahead.fetch(locate, key_begin + t * kKeys, key_end);
+      load_kv(t);
+    }
     ptx::cp_async_commit();
   }
+  if (kStages - 1 < num_tiles) ahead.fetch(locate, key_begin + (kStages - 1) * kKeys, key_end);
   ptx::cp_async_wait_group<kStages - 1>();  // Q
   __syncthreads();
 
@@ -244,6 +251,7 @@ __global__ void __launch_bounds__(32, 8) decode_fp8_kernel(const __grid_constant
     // Tile t + kStages - 1 goes into the stage tile t - 1 used (released by the
     // barrier that ended the previous iteration).
     if (t + kStages - 1 < num_tiles) load_kv(t + kStages - 1);
+    if (t + kStages < num_tiles) ahead.fetch(locate, key0 + kStages * kKeys, key_end);
     ptx::cp_async_commit();
     ptx::cp_async_wait_group<kStages - 1>();
     __syncthreads();

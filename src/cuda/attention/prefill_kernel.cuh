@@ -183,10 +183,11 @@ __device__ __forceinline__ void load_tile16(unsigned char* tile, const RowPtr& r
 // and of the other tensor's same rows when kAlsoV (one page-table lookup serves
 // both). 16-bit KV goes to the swizzled compute tiles in 16-byte chunks; fp8 to the
 // raw staging tile (rows of D bytes) in 8-byte chunks, the alignment fp8 rows are
-// guaranteed.
+// guaranteed. A one-warp CTA passes the rows' pages, looked up a tile ahead.
 template <class TKV, int kThreads, int kKeys, int D, bool kPaged, bool kAlsoV>
 __device__ __forceinline__ void copy_key_rows(unsigned char* tile, unsigned char* v_tile, const KeyLocator& locate,
-                                              const KeyRow& key_row, const KeyRow& v_row, int key0, int valid) {
+                                              const KeyRow& key_row, const KeyRow& v_row, int key0, int valid,
+                                              const PagesAhead<kKeys>* ahead) {
   constexpr bool kRaw = sizeof(TKV) == 1;
   constexpr int kUnitBytes = kRaw ? 8 : 16;  // 8 elements either way
   constexpr int kUnits = D / 8;
@@ -202,7 +203,14 @@ __device__ __forceinline__ void copy_key_rows(unsigned char* tile, unsigned char
     const int row = idx / kUnits, c = idx % kUnits;
     const bool ok = row < valid;
     const int key = key0 + (ok ? row : 0);
-    const KeySlot at = kPaged ? locate(key) : KeySlot{0, key};
+    KeySlot at{0, key};
+    if constexpr (kPaged) {
+      if constexpr (kThreads == 32) {
+        at = ahead->slot(locate, key, ok ? row : 0);
+      } else {
+        at = locate(key);
+      }
+    }
     const int offset = kFixedUnit ? Lay::offset(int(threadIdx.x) / kUnits, c) + it * (kThreads / kUnits) * Lay::kRowBytes
                                   : Lay::offset(row, c);
     const auto dst = [&](unsigned char* t) { return kRaw ? t + row * D + c * 8 : t + offset; };
@@ -215,14 +223,15 @@ __device__ __forceinline__ void copy_key_rows(unsigned char* tile, unsigned char
 // staging tile holds K rows of DQK bytes, then V rows of DVO bytes).
 template <class TKV, int kThreads, int kKeys, int DQK, int DVO>
 __device__ __forceinline__ void load_kv_tile(unsigned char* k_dst, unsigned char* v_dst, const KeyLocator& locate,
-                                             const KeyRow& k_row, const KeyRow& v_row, int key0, int valid) {
+                                             const KeyRow& k_row, const KeyRow& v_row, int key0, int valid,
+                                             const PagesAhead<kKeys>* ahead) {
   const auto copy_kv = [&](auto paged) {
     constexpr bool kPaged = decltype(paged)::value;
     if constexpr (DQK == DVO) {
-      copy_key_rows<TKV, kThreads, kKeys, DQK, kPaged, true>(k_dst, v_dst, locate, k_row, v_row, key0, valid);
+      copy_key_rows<TKV, kThreads, kKeys, DQK, kPaged, true>(k_dst, v_dst, locate, k_row, v_row, key0, valid, ahead);
     } else {
-      copy_key_rows<TKV, kThreads, kKeys, DQK, kPaged, false>(k_dst, nullptr, locate, k_row, k_row, key0, valid);
-      copy_key_rows<TKV, kThreads, kKeys, DVO, kPaged, false>(v_dst, nullptr, locate, v_row, v_row, key0, valid);
+      copy_key_rows<TKV, kThreads, kKeys, DQK, kPaged, false>(k_dst, nullptr, locate, k_row, k_row, key0, valid, ahead);
+      copy_key_rows<TKV, kThreads, kKeys, DVO, kPaged, false>(v_dst, nullptr, locate, v_row, v_row, key0, valid, ahead);
     }
   };
   if (locate.pages != nullptr) {
@@ -554,17 +563,28 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
   const KeyRow v_row{static_cast<const char*>(p.v) + (item.kv_head * p.v_stride_head + ragged_offset * p.v_stride_token) * elem,
                      p.v_stride_page * elem, p.v_stride_token * elem};
   // Tile t lands in stage t % 2 (compute tiles for 16-bit KV, staging tiles for fp8).
+  // A one-warp CTA (the decode tile) looks up the pages of tile t + 2 as it computes
+  // tile t (PagesAhead); larger CTAs look them up as they copy.
+  PagesAhead<kKeys> ahead;
   const auto load_kv = [&](int t) {
     const int key0 = key_begin + t * kKeys, stage = t & 1;
+    const PagesAhead<kKeys>* pages = kThreads == 32 ? &ahead : nullptr;
     if constexpr (L::kStaged) {
       unsigned char* raw = smem + L::raw + stage * L::raw_stage;
-      load_kv_tile<TKV, kThreads, kKeys, DQK, DVO>(raw, raw + kKeys * DQK, locate, k_row, v_row, key0, key_end - key0);
+      load_kv_tile<TKV, kThreads, kKeys, DQK, DVO>(raw, raw + kKeys * DQK, locate, k_row, v_row, key0, key_end - key0,
+                                                   pages);
     } else {
       load_kv_tile<TKV, kThreads, kKeys, DQK, DVO>(smem + L::k + stage * L::k_stage, smem + L::v + stage * L::v_stage,
-                                                   locate, k_row, v_row, key0, key_end - key0);
+                                                   locate, k_row, v_row, key0, key_end - key0, pages);
     }
   };
-  if (num_tiles > 0) load_kv(0);
+  if (num_tiles > 0) {
+    if constexpr (kThreads == 32) ahead.fetch(locate, key_begin, key_end);
+    load_kv(0);
+    if constexpr (kThreads == 32) {
+      if (num_tiles > 1) ahead.fetch(locate, key_begin + kKeys, key_end);
+    }
+  }
   ptx::cp_async_commit();
 
   const bool rope = p.rope;
@@ -617,6 +637,9 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
     // The next tile streams in while this one is computed (its stage was released by
     // the barrier that ended the previous iteration).
     if (t + 1 < num_tiles) load_kv(t + 1);
+    if constexpr (kThreads == 32) {
+      if (t + 2 < num_tiles) ahead.fetch(locate, key0 + 2 * kKeys, key_end);
+    }
     ptx::cp_async_commit();
     ptx::cp_async_wait_group<1>();
     __syncthreads();
