@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Merges the partial states of split requests (split-KV), one CTA per query row
-// and head; the grid is sized by the plan's capacity and idle CTAs exit, so
+// Merges the partial states of split requests (split-KV), one warp or one CTA per
+// query row and head; the grid is sized by the plan's capacity and idle CTAs exit, so
 // a captured launch stays valid across re-plans.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -135,6 +135,83 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   }
 }
 
+// A warp per (query row, head), kRowWarps rows per CTA: the kernel for a few chunks
+// per request over many rows (a batch whose requests split in 2 to 4), where a CTA
+// per row would leave most of its warps without a chunk and wait at its barrier. Lane
+// l takes chunk c0 + l's LSE and weight, which the chunk loop shuffles; each lane
+// sums 4 dims, the first kPrefetch chunks' loaded before the LSE reductions.
+constexpr int kRowWarps = 4;
+
+template <class TO>
+__global__ void __launch_bounds__(kRowWarps * 32)
+    merge_partials_warp_kernel(const __grid_constant__ AttentionKernelParams p, int head_dim) {
+  const int lane = int(threadIdx.x) % 32;
+  const int slot = int(blockIdx.x) * kRowWarps + int(threadIdx.x) / 32;
+  const int token = slot / p.num_qo_heads, h = slot % p.num_qo_heads;
+  if (token >= p.counts[1]) return;
+  const detail::MergeToken mt = p.merge_tokens[token];  // plan data: read before the wait
+  const detail::RequestInfo r = p.requests[mt.request];
+  wait_for_previous_kernel();
+  const std::int64_t t = mt.row - r.qo_begin;
+  const int n = r.num_chunks;
+  const auto state = [&](int c) { return (r.partial_begin + std::int64_t(c) * r.qo_len + t) * p.num_qo_heads + h; };
+
+  constexpr int kPrefetch = 4;
+  const int e_first = lane * 4;
+  float4 pre[kPrefetch];
+#pragma unroll
+  for (int k = 0; k < kPrefetch; ++k) {
+    pre[k] = k < n && e_first < head_dim ? *reinterpret_cast<const float4*>(p.partial_o + state(k) * head_dim + e_first)
+                                         : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
+  float m = -INFINITY;
+  for (int c = lane; c < n; c += 32) m = fmaxf(m, p.partial_lse[state(c)]);
+  m = warp_max(m);
+  // This lane's weight of chunk c0 + lane (0 past the last chunk or for an empty one).
+  const auto weight = [&](int c0) {
+    return m != -INFINITY && c0 + lane < n ? exp2_approx(p.partial_lse[state(c0 + lane)] - m) : 0.0f;
+  };
+  float d = 0.0f;
+  for (int c0 = 0; c0 < n; c0 += 32) d += weight(c0);
+  d = warp_sum(d);
+  const float inv = d > 0.0f ? 1.0f / d : 0.0f;
+
+  // The loops are uniform across the warp (every lane reaches the shuffles); lanes past
+  // head_dim load and store nothing.
+  for (int base = 0; base < head_dim; base += 128) {
+    const int e0 = base + e_first;
+    const bool mine = e0 < head_dim;
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    const auto add = [&](float w, const float4& o) {
+      acc.x += w * o.x;
+      acc.y += w * o.y;
+      acc.z += w * o.z;
+      acc.w += w * o.w;
+    };
+    for (int c0 = 0; c0 < n; c0 += 32) {
+      const float w_lane = weight(c0);
+      int c = c0;
+      if (base == 0 && c0 == 0) {
+#pragma unroll
+        for (int k = 0; k < kPrefetch; ++k) add(__shfl_sync(0xffffffffu, w_lane, k), pre[k]);
+        c = kPrefetch;
+      }
+#pragma unroll 4
+      for (; c < min(n, c0 + 32); ++c) {
+        const float w = __shfl_sync(0xffffffffu, w_lane, c - c0);
+        if (mine) add(w, *reinterpret_cast<const float4*>(p.partial_o + state(c) * head_dim + e0));
+      }
+    }
+    if (!mine) continue;
+    TO out[4] = {from_float<TO>(acc.x * inv), from_float<TO>(acc.y * inv), from_float<TO>(acc.z * inv),
+                 from_float<TO>(acc.w * inv)};
+    using Chunk = std::conditional_t<sizeof(TO) == 4, uint4, uint2>;  // 4 elements (rows are 16-byte aligned)
+    *reinterpret_cast<Chunk*>(static_cast<TO*>(p.o) + mt.row * p.o_stride_n + h * p.o_stride_h + e0) =
+        *reinterpret_cast<const Chunk*>(out);
+  }
+  if (lane == 0 && p.lse) p.lse[mt.row * p.lse_stride_n + h * p.lse_stride_h] = d > 0.0f ? m + __log2f(d) : -INFINITY;
+}
+
 }  // namespace
 
 void launch_merge_partials(const AttentionKernelParams& p, DType o_dtype, int head_dim, std::int64_t grid,
@@ -148,12 +225,22 @@ void launch_merge_partials(const AttentionKernelParams& p, DType o_dtype, int he
     // Programmatic dependent launch (sm_90 on): the merge is launched while the
     // attention kernel runs and its CTAs wait at griddepcontrol.wait, which hides the
     // launch gap between the two (microseconds, next to a decode of tens).
-    // About four chunks per warp, 4 to 16 warps. A captured launch keeps the warps of
-    // its plan; any count merges any number of chunks correctly.
-    const int warps = max_chunks <= 16 ? 4 : max_chunks <= 32 ? 8 : kMaxWarps;
-    launch_after_previous(merge_partials_kernel<TO>, dim3(unsigned(grid * p.num_qo_heads)), dim3(unsigned(warps * 32)),
-                          std::size_t(warps) * std::size_t(head_dim) * sizeof(float), stream, programmatic, p,
-                          head_dim);
+    // Up to 4 chunks a warp per row, else a CTA per row with about four chunks per
+    // warp, 4 to 16 warps: on the H200 the warp per row took 0.95-0.99 of the CTA's
+    // time with 2 or 4 chunks (batch decodes split in two, 64 x 4k: 0.985) but 1.01-1.04
+    // with 8 or 16, where a warp's chunks follow each other (16 x 8k: 1.007, 16 x 8k
+    // in 512-key chunks: 1.041). A captured launch keeps the kernel and warps of its
+    // plan; either merges any number of chunks correctly.
+    const std::int64_t rows = grid * p.num_qo_heads;
+    if (max_chunks <= 4) {
+      launch_after_previous(merge_partials_warp_kernel<TO>, dim3(unsigned((rows + kRowWarps - 1) / kRowWarps)),
+                            dim3(kRowWarps * 32), 0, stream, programmatic, p, head_dim);
+    } else {
+      const int warps = max_chunks <= 16 ? 4 : max_chunks <= 32 ? 8 : kMaxWarps;
+      launch_after_previous(merge_partials_kernel<TO>, dim3(unsigned(rows)), dim3(unsigned(warps * 32)),
+                            std::size_t(warps) * std::size_t(head_dim) * sizeof(float), stream, programmatic, p,
+                            head_dim);
+    }
   });
   KVINFER_CUDA_CHECK_LAUNCH();
 }
