@@ -93,6 +93,24 @@ std::vector<AttentionCase> decode_cases() {
     c.seed = 61 + v;
     cases.push_back(c);
   }
+  // Requests split in at most 4 chunks are merged by a warp per (row, head) rather than
+  // a CTA (merge_partials.cu): head dims 64 / 128 / 256, with an empty request, a
+  // one-token one and LSE.
+  for (int d : {64, 128, 256}) {
+    AttentionCase c;
+    c.name = "warp_merge_d" + std::to_string(d);
+    c.wrapper = Wrapper::kDecode;
+    c.num_kv_heads = 2;
+    c.num_qo_heads = d == 64 ? 2 : d == 128 ? 8 : 6;
+    c.head_dim_qk = c.head_dim_vo = d;
+    c.q_dtype = c.kv_dtype = c.o_dtype = d == 256 ? DType::kF16 : DType::kBF16;
+    c.qo_lens.assign(6, 1);
+    c.kv_lens = {1500, 0, 700, 1, 2048, 333};  // 3, 0, 2, 1, 4 and 1 chunks of 512
+    c.split.fixed_split_size = 512;
+    c.with_lse = true;
+    c.seed = 71 + d;
+    cases.push_back(c);
+  }
   return cases;
 }
 
