@@ -32,6 +32,18 @@ __device__ __forceinline__ float warp_sum(float x) {
   return x;
 }
 
+// Stores the merged dims [e0, e0 + 4) of (row, head), x * inv each.
+template <class TO>
+__device__ __forceinline__ void store_merged(const AttentionKernelParams& p, std::int64_t row, int h, int e0,
+                                             const float (&x)[4], float inv) {
+  TO out[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) out[i] = from_float<TO>(x[i] * inv);
+  using Chunk = std::conditional_t<sizeof(TO) == 4, uint4, uint2>;  // 4 elements (rows are 16-byte aligned)
+  *reinterpret_cast<Chunk*>(static_cast<TO*>(p.o) + row * p.o_stride_n + h * p.o_stride_h + e0) =
+      *reinterpret_cast<const Chunk*>(out);
+}
+
 // One CTA per (query row, head): o = sum_c w_c o_c / sum_c w_c with
 // w_c = 2^(lse_c - max_c lse_c); zeros and -inf LSE where every chunk is empty
 // (SPEC: no NaN). Every warp takes the chunks' LSE maximum and weight sum itself
@@ -123,12 +135,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
       sum[2] += a.z;
       sum[3] += a.w;
     }
-    TO out[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) out[i] = from_float<TO>(sum[i] * inv);
-    using Chunk = std::conditional_t<sizeof(TO) == 4, uint4, uint2>;  // 4 elements (rows are 16-byte aligned)
-    *reinterpret_cast<Chunk*>(static_cast<TO*>(p.o) + mt.row * p.o_stride_n + h * p.o_stride_h + e0) =
-        *reinterpret_cast<const Chunk*>(out);
+    store_merged<TO>(p, mt.row, h, e0, sum, inv);
   }
   if (threadIdx.x == 0 && p.lse) {
     p.lse[mt.row * p.lse_stride_n + h * p.lse_stride_h] = d > 0.0f ? m + __log2f(d) : -INFINITY;
@@ -202,12 +209,7 @@ __global__ void __launch_bounds__(kRowWarps * 32)
         if (mine) add(w, *reinterpret_cast<const float4*>(p.partial_o + state(c) * head_dim + e0));
       }
     }
-    if (!mine) continue;
-    TO out[4] = {from_float<TO>(acc.x * inv), from_float<TO>(acc.y * inv), from_float<TO>(acc.z * inv),
-                 from_float<TO>(acc.w * inv)};
-    using Chunk = std::conditional_t<sizeof(TO) == 4, uint4, uint2>;  // 4 elements (rows are 16-byte aligned)
-    *reinterpret_cast<Chunk*>(static_cast<TO*>(p.o) + mt.row * p.o_stride_n + h * p.o_stride_h + e0) =
-        *reinterpret_cast<const Chunk*>(out);
+    if (mine) store_merged<TO>(p, mt.row, h, e0, {acc.x, acc.y, acc.z, acc.w}, inv);
   }
   if (lane == 0 && p.lse) p.lse[mt.row * p.lse_stride_n + h * p.lse_stride_h] = d > 0.0f ? m + __log2f(d) : -INFINITY;
 }
