@@ -68,6 +68,7 @@ struct AttentionParams {
   std::int64_t max_items = 0;            // grid sizes: fixed within a capacity
   std::int64_t max_merge_tokens = 0;
   std::int32_t max_chunks = 1;           // the most chunks of one request (this plan's)
+  bool fixed_split = false;              // a fixed split size: results independent of the rest of the batch
   Stream stream = nullptr;
 };
 

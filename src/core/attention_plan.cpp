@@ -305,6 +305,7 @@ void AttentionPlan::run(std::string_view op, const TensorView& q, const TensorVi
   bind_schedule(p, workspace_.view(schedule_.layout), schedule_);
   p.q_tile_rows = schedule_.q_tile_rows;
   p.max_chunks = schedule_.max_chunks;
+  p.fixed_split = schedule_.fixed_split;
   p.stream = options.stream;
   if (device_.is_cpu()) {
     cpu::run_attention(p);

@@ -150,6 +150,7 @@ Schedule make_schedule(const ScheduleInput& in, const DeviceProfile& profile) {
     qo_begin += r.qo_len;
   }
   s.kv_chunk_tokens = any_split ? chunk : 0;
+  s.fixed_split = !in.disable_split_kv && in.fixed_split_size > 0;
   s.partial_rows = partial_rows;
 
   // Work items, request-major so that one request's items are adjacent.

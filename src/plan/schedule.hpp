@@ -94,6 +94,7 @@ struct Schedule {
   std::vector<MergeToken> merge_tokens;  // rows whose request has num_chunks > 1
   std::int64_t partial_rows = 0;
   std::int32_t max_chunks = 1;  // the most chunks of one request (sizes the merge's CTAs)
+  bool fixed_split = false;     // chunks of fixed_split_size: a request's split is its own, not the batch's
   // Capacity of the arrays (>= the sizes above; equal to them without a fixed capacity).
   std::int64_t max_batch = 0;
   std::int64_t max_items = 0;

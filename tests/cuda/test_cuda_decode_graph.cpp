@@ -102,33 +102,54 @@ TEST(CudaDecodeGraph, CapturedRunReplaysAcrossReplans) {
   CUDA_OK(cudaStreamDestroy(stream));
 }
 
-TEST(CudaDecodeGraph, FixedSplitIsBatchInvariant) {
-  KVINFER_SKIP_WITHOUT_GPU();
+// With a fixed split size, each request of `alone` gets the same bits planned alone
+// as in the batch, whose longest request sets the merge kernel's warps: the merge of
+// fixed-split plans sums every row's chunks in one order whatever its warps
+// (merge_partials_fixed_order_kernel).
+void check_fixed_split_invariance(std::int64_t hq, std::int64_t hk, const std::vector<std::int32_t>& kv_lens,
+                                  const std::vector<int>& alone, std::int64_t split) {
   Rng rng(22);
   const Device gpu = Device::cuda(0);
-  const Tensor cache = random_bf16({kPages, 2, kPage, kHk, kD}, rng).to(gpu);
-  const PagedKVCache kv = PagedKVCache::combined(cache);
-  const std::vector<std::int32_t> kv_lens{2000, 3333, 77, 5000};
   const HostPageTable t = random_page_table(kv_lens, kPage, 0, rng);
+  const Tensor cache = random_bf16({t.num_pages, 2, kPage, hk, kD}, rng).to(gpu);
+  const PagedKVCache kv = PagedKVCache::combined(cache);
   const Tensor indices = t.indices.to(gpu);
-  const Tensor q = random_bf16({4, kHq, kD}, rng).to(gpu);
-  Tensor out_all = Tensor::empty({4, kHq, kD}, DType::kBF16, gpu);
+  const auto batch = std::int64_t(kv_lens.size());
+  const Tensor q = random_bf16({batch, hq, kD}, rng).to(gpu);
+  Tensor out_all = Tensor::empty({batch, hq, kD}, DType::kBF16, gpu);
   BatchDecodeWithPagedKVCache w(gpu);
-  w.plan({.page_table = {t.indptr, indices, t.last_page_len}, .num_qo_heads = kHq, .num_kv_heads = kHk,
-          .head_dim = kD, .page_size = kPage, .split = {.fixed_split_size = 1024}});
+  w.plan({.page_table = {t.indptr, indices, t.last_page_len}, .num_qo_heads = hq, .num_kv_heads = hk,
+          .head_dim = kD, .page_size = kPage, .split = {.fixed_split_size = split}});
   w.run(q, kv, out_all);
   const auto all = host_bits(out_all);
-  // Request 1 alone: its pages are indices[indptr[1]:indptr[2]].
   const auto* ip = t.indptr.data_as<const std::int32_t>();
-  std::vector<std::int32_t> one_indptr{0, ip[2] - ip[1]}, one_last{t.last_page_len.data_as<const std::int32_t>()[1]};
-  const Tensor oi = int32_tensor(one_indptr), ol = int32_tensor(one_last);
-  Tensor out_one = Tensor::empty({1, kHq, kD}, DType::kBF16, gpu);
-  w.plan({.page_table = {oi, indices.view().slice(0, ip[1], ip[2]), ol}, .num_qo_heads = kHq, .num_kv_heads = kHk,
-          .head_dim = kD, .page_size = kPage, .split = {.fixed_split_size = 1024}});
-  w.run(q.view().slice(0, 1, 2), kv, out_one);
-  const auto one = host_bits(out_one);
-  const std::vector<std::uint16_t> mine(all.begin() + kHq * kD, all.begin() + 2 * kHq * kD);
-  EXPECT_EQ(one, mine);
+  for (int b : alone) {
+    // Request b alone: its pages are indices[indptr[b]:indptr[b + 1]].
+    std::vector<std::int32_t> one_indptr{0, ip[b + 1] - ip[b]}, one_last{t.last_page_len.data_as<const std::int32_t>()[b]};
+    const Tensor oi = int32_tensor(one_indptr), ol = int32_tensor(one_last);
+    Tensor out_one = Tensor::empty({1, hq, kD}, DType::kBF16, gpu);
+    w.plan({.page_table = {oi, indices.view().slice(0, ip[b], ip[b + 1]), ol}, .num_qo_heads = hq,
+            .num_kv_heads = hk, .head_dim = kD, .page_size = kPage, .split = {.fixed_split_size = split}});
+    w.run(q.view().slice(0, b, b + 1), kv, out_one);
+    const auto one = host_bits(out_one);
+    const std::vector<std::uint16_t> mine(all.begin() + b * hq * kD, all.begin() + (b + 1) * hq * kD);
+    EXPECT_EQ(one, mine) << "request " << b << " (" << kv_lens[std::size_t(b)] << " keys)";
+    EXPECT_TRUE(std::any_of(one.begin(), one.end(), [](std::uint16_t x) { return (x & 0x7fffu) != 0; }))
+        << "request " << b << ": all zeros";
+  }
+}
+
+// 1024-key chunks: 2, 4, 1, 5, 12 and 40 chunks, on the decode tile (GQA group 4):
+// alone, requests 1, 3 and 4 are merged by CTAs of 4 warps; in the batch by CTAs of 16.
+TEST(CudaDecodeGraph, FixedSplitIsBatchInvariant) {
+  KVINFER_SKIP_WITHOUT_GPU();
+  check_fixed_split_invariance(8, 2, {2000, 3333, 77, 5000, 12000, 40000}, {1, 3, 4}, 1024);
+}
+
+// The same on the CUDA-core decode kernel (GQA group 1).
+TEST(CudaDecodeGraph, FixedSplitIsBatchInvariantOnCudaCores) {
+  KVINFER_SKIP_WITHOUT_GPU();
+  check_fixed_split_invariance(2, 2, {2000, 3333, 77, 5000, 12000, 40000}, {0, 1, 3, 4}, 1024);
 }
 
 // ---------------------------------------------------------------- prefill

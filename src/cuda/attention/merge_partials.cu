@@ -214,10 +214,109 @@ __global__ void __launch_bounds__(kRowWarps * 32)
   if (lane == 0 && p.lse) p.lse[mt.row * p.lse_stride_n + h * p.lse_stride_h] = d > 0.0f ? m + __log2f(d) : -INFINITY;
 }
 
+// The merge of plans with a fixed split size, whose results must not depend on the
+// rest of the batch (batch invariance): the two kernels above sum a row's chunks in
+// an order that depends on the kernel and the warps the launch chose, which the
+// batch's longest request sets. This one, whatever its warps, sums chunk classes
+// modulo kClasses: S_k = the fused multiply-adds w_c o_c over c = k, k + kClasses,
+// ... in order from +0 (warp w takes the classes w, w + warps, ...), then
+// o = (((+0 + S_0) + S_1) + ... + S_15) / d, with m and d as above. On the H200 it
+// took 1.00-1.01 of the CTA kernel's time (docs/performance.md, session 8).
+constexpr int kClasses = 16;
+static_assert(kClasses % kMaxWarps == 0);
+
+template <class TO>
+__global__ void __launch_bounds__(kMaxWarps * 32)
+    merge_partials_fixed_order_kernel(const __grid_constant__ AttentionKernelParams p, int head_dim) {
+  const int token = int(blockIdx.x) / p.num_qo_heads, h = int(blockIdx.x) % p.num_qo_heads;
+  if (token >= p.counts[1]) return;
+  const detail::MergeToken mt = p.merge_tokens[token];  // plan data: read before the wait
+  const detail::RequestInfo r = p.requests[mt.request];
+  wait_for_previous_kernel();
+  const std::int64_t t = mt.row - r.qo_begin;
+  const int n = r.num_chunks;
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, warps = int(blockDim.x) / 32;
+  const int classes = kClasses / warps;  // this warp's: warp + j * warps
+  const auto state = [&](int c) { return (r.partial_begin + std::int64_t(c) * r.qo_len + t) * p.num_qo_heads + h; };
+  const auto weight = [&](float lse, float m) { return m != -INFINITY ? exp2_approx(lse - m) : 0.0f; };
+
+  // This warp's first kPrefetch chunks, its classes in turn (slot s: class s % classes,
+  // the class's chunk s / classes), loaded before the reductions over every LSE.
+  constexpr int kPrefetch = 4;
+  static_assert(kPrefetch % (kClasses / 4) == 0, "whole rounds of the classes of 4 warps");
+  const auto slot_chunk = [&](int s) { return warp + (s % classes) * warps + kClasses * (s / classes); };
+  const int e_first = lane * 4;
+  float pre_lse[kPrefetch];
+  float4 pre_o[kPrefetch];
+#pragma unroll
+  for (int s = 0; s < kPrefetch; ++s) {
+    const int c = slot_chunk(s);
+    const bool ok = c < n && e_first < head_dim;
+    pre_lse[s] = ok ? p.partial_lse[state(c)] : -INFINITY;
+    pre_o[s] = ok ? *reinterpret_cast<const float4*>(p.partial_o + state(c) * head_dim + e_first)
+                  : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  }
+  float m = -INFINITY;
+#pragma unroll 4
+  for (int c = lane; c < n; c += 32) m = fmaxf(m, p.partial_lse[state(c)]);
+  m = warp_max(m);
+  float d = 0.0f;
+#pragma unroll 4
+  for (int c = lane; c < n; c += 32) d += weight(p.partial_lse[state(c)], m);
+  d = warp_sum(d);
+
+  // Explicit roundings: the compiler must neither contract nor reorder these sums.
+  const auto add_weighted = [](float4& acc, float w, const float4& o) {
+    acc.x = __fmaf_rn(w, o.x, acc.x);
+    acc.y = __fmaf_rn(w, o.y, acc.y);
+    acc.z = __fmaf_rn(w, o.z, acc.z);
+    acc.w = __fmaf_rn(w, o.w, acc.w);
+  };
+  extern __shared__ float4 sm_classes[];  // [kClasses][head_dim / 4]
+  const int row4 = head_dim / 4;
+  for (int e0 = e_first; e0 < head_dim; e0 += 128) {
+    for (int j = 0; j < classes; ++j) {
+      const int k = warp + j * warps;
+      float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      int c = k;
+      if (e0 == e_first) {  // the class's prefetched chunks, in order
+#pragma unroll
+        for (int s = 0; s < kPrefetch; ++s) {
+          if (s % classes == j && slot_chunk(s) < n) add_weighted(acc, weight(pre_lse[s], m), pre_o[s]);
+        }
+        c += kClasses * (kPrefetch / classes);
+      }
+#pragma unroll 2
+      for (; c < n; c += kClasses) {
+        add_weighted(acc, weight(p.partial_lse[state(c)], m),
+                     *reinterpret_cast<const float4*>(p.partial_o + state(c) * head_dim + e0));
+      }
+      sm_classes[k * row4 + e0 / 4] = acc;
+    }
+  }
+  __syncthreads();
+  const float inv = d > 0.0f ? 1.0f / d : 0.0f;
+  for (int e0 = int(threadIdx.x) * 4; e0 < head_dim; e0 += warps * 128) {
+    float sum[4] = {};
+#pragma unroll
+    for (int k = 0; k < kClasses; ++k) {
+      const float4 a = sm_classes[k * row4 + e0 / 4];
+      sum[0] = __fadd_rn(sum[0], a.x);
+      sum[1] = __fadd_rn(sum[1], a.y);
+      sum[2] = __fadd_rn(sum[2], a.z);
+      sum[3] = __fadd_rn(sum[3], a.w);
+    }
+    store_merged<TO>(p, mt.row, h, e0, sum, inv);
+  }
+  if (threadIdx.x == 0 && p.lse) {
+    p.lse[mt.row * p.lse_stride_n + h * p.lse_stride_h] = d > 0.0f ? m + __log2f(d) : -INFINITY;
+  }
+}
+
 }  // namespace
 
 void launch_merge_partials(const AttentionKernelParams& p, DType o_dtype, int head_dim, std::int64_t grid,
-                           int max_chunks, bool programmatic, cudaStream_t stream) {
+                           int max_chunks, bool fixed_order, bool programmatic, cudaStream_t stream) {
   if (grid <= 0) return;
   if (head_dim % 4 != 0 || head_dim > kMaxHeadDim) {
     throw Error("attention", "head_dim_vo", std::to_string(head_dim), "the CUDA merge needs a multiple of 4 up to 512");
@@ -234,7 +333,12 @@ void launch_merge_partials(const AttentionKernelParams& p, DType o_dtype, int he
     // in 512-key chunks: 1.041). A captured launch keeps the kernel and warps of its
     // plan; either merges any number of chunks correctly.
     const std::int64_t rows = grid * p.num_qo_heads;
-    if (max_chunks <= 4) {
+    if (fixed_order) {
+      const int warps = max_chunks <= 16 ? 4 : max_chunks <= 32 ? 8 : kMaxWarps;
+      launch_after_previous(merge_partials_fixed_order_kernel<TO>, dim3(unsigned(rows)), dim3(unsigned(warps * 32)),
+                            std::size_t(kClasses) * std::size_t(head_dim) * sizeof(float), stream, programmatic, p,
+                            head_dim);
+    } else if (max_chunks <= 4) {
       launch_after_previous(merge_partials_warp_kernel<TO>, dim3(unsigned((rows + kRowWarps - 1) / kRowWarps)),
                             dim3(kRowWarps * 32), 0, stream, programmatic, p, head_dim);
     } else {

@@ -9,10 +9,11 @@
 
 namespace kvinfer::cuda {
 
-// max_chunks: the most chunks of one request (sizes the CTAs). programmatic: launch
-// as a programmatic dependent of the attention kernel before it on the stream
-// (devices of compute capability 9.0 and later).
+// max_chunks: the most chunks of one request (sizes the CTAs). fixed_order: every
+// row's chunks summed in one order whatever the launch (a fixed split size: batch
+// invariance). programmatic: launch as a programmatic dependent of the attention
+// kernel before it on the stream (devices of compute capability 9.0 and later).
 void launch_merge_partials(const AttentionKernelParams& p, DType o_dtype, int head_dim, std::int64_t grid,
-                           int max_chunks, bool programmatic, cudaStream_t stream);
+                           int max_chunks, bool fixed_order, bool programmatic, cudaStream_t stream);
 
 }  // namespace kvinfer::cuda

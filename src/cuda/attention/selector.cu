@@ -269,8 +269,8 @@ void run_attention(const detail::AttentionParams& p) {
   }
   // Programmatic launch only where the merge runs its sm_90a code, which waits for
   // the attention kernel (griddepcontrol.wait); other code would not wait.
-  launch_merge_partials(k, pr.o_dtype, int(pr.head_dim_vo), p.max_merge_tokens, p.max_chunks, hopper_device(device),
-                        stream);
+  launch_merge_partials(k, pr.o_dtype, int(pr.head_dim_vo), p.max_merge_tokens, p.max_chunks, p.fixed_split,
+                        hopper_device(device), stream);
 }
 
 }  // namespace kvinfer::cuda
