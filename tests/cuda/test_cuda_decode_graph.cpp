@@ -103,9 +103,9 @@ TEST(CudaDecodeGraph, CapturedRunReplaysAcrossReplans) {
 }
 
 // With a fixed split size, each request of `alone` gets the same bits planned alone
-// as in the batch, whose longest request sets the merge kernel's warps: the merge of
-// fixed-split plans sums every row's chunks in one order whatever its warps
-// (merge_partials_fixed_order_kernel).
+// as in the batch, whose longest request sets the merge kernel and its warps: the
+// merge of fixed-split plans sums every row's chunks in one order whatever the launch
+// (merge_partials.cu).
 void check_fixed_split_invariance(std::int64_t hq, std::int64_t hk, const std::vector<std::int32_t>& kv_lens,
                                   const std::vector<int>& alone, std::int64_t split) {
   Rng rng(22);
@@ -140,7 +140,8 @@ void check_fixed_split_invariance(std::int64_t hq, std::int64_t hk, const std::v
 }
 
 // 1024-key chunks: 2, 4, 1, 5, 12 and 40 chunks, on the decode tile (GQA group 4):
-// alone, requests 1, 3 and 4 are merged by CTAs of 4 warps; in the batch by CTAs of 16.
+// alone, request 1 is merged by a warp per row and requests 3 and 4 by CTAs of 4 warps;
+// in the batch all three by CTAs of 16.
 TEST(CudaDecodeGraph, FixedSplitIsBatchInvariant) {
   KVINFER_SKIP_WITHOUT_GPU();
   check_fixed_split_invariance(8, 2, {2000, 3333, 77, 5000, 12000, 40000}, {1, 3, 4}, 1024);

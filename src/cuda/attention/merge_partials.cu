@@ -2,6 +2,15 @@
 // Merges the partial states of split requests (split-KV), one warp or one CTA per
 // query row and head; the grid is sized by the plan's capacity and idle CTAs exit, so
 // a captured launch stays valid across re-plans.
+//
+// The merge of a plan with a fixed split size must not depend on the rest of the
+// batch (batch invariance), whose longest request sets the kernel and the warps of
+// the launch. Its chunks are summed in one order: classes of chunks modulo kClasses,
+// S_k = the fused multiply-adds w_c o_c over c = k, k + kClasses, ... in order from
+// +0, then o = (((+0 + S_0) + S_1) + ... + S_15) / d (m and d as in
+// merge_partials_kernel). The warp per row sums so for every plan (with at most
+// kClasses chunks each class is one w_c o_c), merge_partials_fixed_order_kernel for
+// fixed-split plans of more chunks.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -20,6 +29,9 @@ namespace {
 constexpr int kMaxWarps = 16;
 constexpr int kMaxHeadDim = 512;
 
+constexpr int kClasses = 16;
+static_assert(kClasses % kMaxWarps == 0);
+
 // The maximum and the sum over a warp's lanes (every lane gets them).
 __device__ __forceinline__ float warp_max(float x) {
 #pragma unroll
@@ -30,6 +42,21 @@ __device__ __forceinline__ float warp_sum(float x) {
 #pragma unroll
   for (int off = 16; off >= 1; off /= 2) x += __shfl_xor_sync(0xffffffffu, x, off);
   return x;
+}
+
+// The fixed order's sums (merge_partials_fixed_order_kernel), rounded as written:
+// the compiler must neither contract nor reorder them.
+__device__ __forceinline__ void add_weighted(float4& acc, float w, const float4& o) {
+  acc.x = __fmaf_rn(w, o.x, acc.x);
+  acc.y = __fmaf_rn(w, o.y, acc.y);
+  acc.z = __fmaf_rn(w, o.z, acc.z);
+  acc.w = __fmaf_rn(w, o.w, acc.w);
+}
+__device__ __forceinline__ void add_class(float (&sum)[4], const float4& s) {
+  sum[0] = __fadd_rn(sum[0], s.x);
+  sum[1] = __fadd_rn(sum[1], s.y);
+  sum[2] = __fadd_rn(sum[2], s.z);
+  sum[3] = __fadd_rn(sum[3], s.w);
 }
 
 // Stores the merged dims [e0, e0 + 4) of (row, head), x * inv each.
@@ -184,47 +211,52 @@ __global__ void __launch_bounds__(kRowWarps * 32)
   const float inv = d > 0.0f ? 1.0f / d : 0.0f;
 
   // The loops are uniform across the warp (every lane reaches the shuffles); lanes past
-  // head_dim load and store nothing.
+  // head_dim load and store nothing. The sum takes the fixed order (the top of this file).
+  const auto load = [&](int c, int e0) { return *reinterpret_cast<const float4*>(p.partial_o + state(c) * head_dim + e0); };
+  const auto add_product = [](float (&sum)[4], float w, const float4& o) {  // a class of one chunk
+    float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    add_weighted(s, w, o);
+    add_class(sum, s);
+  };
   for (int base = 0; base < head_dim; base += 128) {
     const int e0 = base + e_first;
     const bool mine = e0 < head_dim;
-    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    const auto add = [&](float w, const float4& o) {
-      acc.x += w * o.x;
-      acc.y += w * o.y;
-      acc.z += w * o.z;
-      acc.w += w * o.w;
-    };
-    for (int c0 = 0; c0 < n; c0 += 32) {
-      const float w_lane = weight(c0);
-      int c = c0;
-      if (base == 0 && c0 == 0) {
+    float sum[4] = {};
+    if (n <= kClasses) {
+      const float w_lane = weight(0);
+      int c = 0;
+      if (base == 0) {
 #pragma unroll
-        for (int k = 0; k < kPrefetch; ++k) add(__shfl_sync(0xffffffffu, w_lane, k), pre[k]);
+        for (int k = 0; k < kPrefetch; ++k) {
+          const float w = __shfl_sync(0xffffffffu, w_lane, k);
+          if (k < n) add_product(sum, w, pre[k]);
+        }
         c = kPrefetch;
       }
 #pragma unroll 4
-      for (; c < min(n, c0 + 32); ++c) {
-        const float w = __shfl_sync(0xffffffffu, w_lane, c - c0);
-        if (mine) add(w, *reinterpret_cast<const float4*>(p.partial_o + state(c) * head_dim + e0));
+      for (; c < n; ++c) {
+        const float w = __shfl_sync(0xffffffffu, w_lane, c);
+        if (mine) add_product(sum, w, load(c, e0));
       }
+    } else {  // a launch captured for a few chunks per request, re-planned to more
+      float4 classes[kClasses];
+      for (int k = 0; k < kClasses; ++k) classes[k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      for (int c0 = 0; c0 < n; c0 += 32) {
+        const float w_lane = weight(c0);
+        for (int c = c0; c < min(n, c0 + 32); ++c) {
+          const float w = __shfl_sync(0xffffffffu, w_lane, c - c0);
+          if (mine) add_weighted(classes[c % kClasses], w, load(c, e0));
+        }
+      }
+      for (int k = 0; k < kClasses; ++k) add_class(sum, classes[k]);
     }
-    if (mine) store_merged<TO>(p, mt.row, h, e0, {acc.x, acc.y, acc.z, acc.w}, inv);
+    if (mine) store_merged<TO>(p, mt.row, h, e0, sum, inv);
   }
   if (lane == 0 && p.lse) p.lse[mt.row * p.lse_stride_n + h * p.lse_stride_h] = d > 0.0f ? m + __log2f(d) : -INFINITY;
 }
 
-// The merge of plans with a fixed split size, whose results must not depend on the
-// rest of the batch (batch invariance): the two kernels above sum a row's chunks in
-// an order that depends on the kernel and the warps the launch chose, which the
-// batch's longest request sets. This one, whatever its warps, sums chunk classes
-// modulo kClasses: S_k = the fused multiply-adds w_c o_c over c = k, k + kClasses,
-// ... in order from +0 (warp w takes the classes w, w + warps, ...), then
-// o = (((+0 + S_0) + S_1) + ... + S_15) / d, with m and d as above. On the H200 it
-// took 1.00-1.01 of the CTA kernel's time (docs/performance.md, session 8).
-constexpr int kClasses = 16;
-static_assert(kClasses % kMaxWarps == 0);
-
+// A CTA per (query row, head), as merge_partials_kernel, warp w summing the classes
+// w, w + warps, ...; one barrier, and the classes are added in order.
 template <class TO>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     merge_partials_fixed_order_kernel(const __grid_constant__ AttentionKernelParams p, int head_dim) {
@@ -265,13 +297,6 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   for (int c = lane; c < n; c += 32) d += weight(p.partial_lse[state(c)], m);
   d = warp_sum(d);
 
-  // Explicit roundings: the compiler must neither contract nor reorder these sums.
-  const auto add_weighted = [](float4& acc, float w, const float4& o) {
-    acc.x = __fmaf_rn(w, o.x, acc.x);
-    acc.y = __fmaf_rn(w, o.y, acc.y);
-    acc.z = __fmaf_rn(w, o.z, acc.z);
-    acc.w = __fmaf_rn(w, o.w, acc.w);
-  };
   extern __shared__ float4 sm_classes[];  // [kClasses][head_dim / 4]
   const int row4 = head_dim / 4;
   for (int e0 = e_first; e0 < head_dim; e0 += 128) {
@@ -299,13 +324,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   for (int e0 = int(threadIdx.x) * 4; e0 < head_dim; e0 += warps * 128) {
     float sum[4] = {};
 #pragma unroll
-    for (int k = 0; k < kClasses; ++k) {
-      const float4 a = sm_classes[k * row4 + e0 / 4];
-      sum[0] = __fadd_rn(sum[0], a.x);
-      sum[1] = __fadd_rn(sum[1], a.y);
-      sum[2] = __fadd_rn(sum[2], a.z);
-      sum[3] = __fadd_rn(sum[3], a.w);
-    }
+    for (int k = 0; k < kClasses; ++k) add_class(sum, sm_classes[k * row4 + e0 / 4]);
     store_merged<TO>(p, mt.row, h, e0, sum, inv);
   }
   if (threadIdx.x == 0 && p.lse) {
@@ -330,17 +349,19 @@ void launch_merge_partials(const AttentionKernelParams& p, DType o_dtype, int he
     // warp, 4 to 16 warps: on the H200 the warp per row took 0.95-0.99 of the CTA's
     // time with 2 or 4 chunks (batch decodes split in two, 64 x 4k: 0.985) but 1.01-1.04
     // with 8 or 16, where a warp's chunks follow each other (16 x 8k: 1.007, 16 x 8k
-    // in 512-key chunks: 1.041). A captured launch keeps the kernel and warps of its
-    // plan; either merges any number of chunks correctly.
+    // in 512-key chunks: 1.041). A fixed-split plan of more chunks takes the fixed
+    // order's CTA kernel (its results then depend on no other request's chunks). A
+    // captured launch keeps the kernel and warps of its plan; each merges any number
+    // of chunks correctly.
     const std::int64_t rows = grid * p.num_qo_heads;
-    if (fixed_order) {
+    if (max_chunks <= 4) {
+      launch_after_previous(merge_partials_warp_kernel<TO>, dim3(unsigned((rows + kRowWarps - 1) / kRowWarps)),
+                            dim3(kRowWarps * 32), 0, stream, programmatic, p, head_dim);
+    } else if (fixed_order) {
       const int warps = max_chunks <= 16 ? 4 : max_chunks <= 32 ? 8 : kMaxWarps;
       launch_after_previous(merge_partials_fixed_order_kernel<TO>, dim3(unsigned(rows)), dim3(unsigned(warps * 32)),
                             std::size_t(kClasses) * std::size_t(head_dim) * sizeof(float), stream, programmatic, p,
                             head_dim);
-    } else if (max_chunks <= 4) {
-      launch_after_previous(merge_partials_warp_kernel<TO>, dim3(unsigned((rows + kRowWarps - 1) / kRowWarps)),
-                            dim3(kRowWarps * 32), 0, stream, programmatic, p, head_dim);
     } else {
       const int warps = max_chunks <= 16 ? 4 : max_chunks <= 32 ? 8 : kMaxWarps;
       launch_after_previous(merge_partials_kernel<TO>, dim3(unsigned(rows)), dim3(unsigned(warps * 32)),
