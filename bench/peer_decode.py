@@ -18,10 +18,13 @@ HQ, HK, D = 32, 8, 128
 
 
 def main():
-    args = parse_args(runs=30)
+    args = parse_args(runs=30, extra=[("--profile", "")])
     rows = []
     torch.manual_seed(0)
-    for b, l in SHAPES[: 2 if args.quick else None]:
+    shapes = SHAPES[: 2 if args.quick else None]
+    if args.profile:
+        shapes = [tuple(int(x) for x in s.split("x")) for s in args.profile.split(",")]
+    for b, l in shapes:
         q = torch.randn(b, HQ, 1, D, dtype=torch.bfloat16, device="cuda")
         k = torch.randn(b, HK, l, D, dtype=torch.bfloat16, device="cuda")
         v = torch.randn(b, HK, l, D, dtype=torch.bfloat16, device="cuda")
@@ -31,6 +34,11 @@ def main():
                 with sdpa_kernel(backend):
                     fn = lambda: F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
                     fn()
+                    if args.profile:
+                        for _ in range(3):
+                            fn()
+                        torch.cuda.synchronize()
+                        continue
                     med, mn = time_ms(fn, args.runs, warmup=5)
                 row = {"name": f"{b}x{l}", "peer": f"torch sdpa {name}", "median_us": med * 1e3, "min_us": mn * 1e3,
                        "GBps": (kv_bytes + 2 * q.numel() * 2) / (med * 1e6)}

@@ -6,6 +6,9 @@
 # timed launches at the clocks the benchmark runs at.
 # Usage: scripts/gpu-profile.sh OUTDIR BENCH [CASE...]
 #   e.g. scripts/gpu-profile.sh out bench_decode "64x4096" "1x32768"
+# BENCH peer_decode profiles the torch SDPA peers (bench/peer_decode.py) instead, one
+# shape per CASE (e.g. "16x8192"): the first 40 kernels (the inputs' generators, then
+# three calls of each backend).
 # Environment: KVINFER_BUILD_DIR (build-gpu), KVINFER_PROFILE_KERNELS (an ncu kernel
 # regex; default: the attention and merge kernels), KVINFER_PROFILE_LAUNCHES (4).
 # Writes OUTDIR/BENCH.{log,json} and OUTDIR/ncu-N.txt per case.
@@ -15,6 +18,20 @@ cd "$(dirname "$0")/.." || exit 2
 out=$(mkdir -p "$1" && cd "$1" && pwd)
 bench=$2
 shift 2
+ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
+if [[ $bench == peer_decode ]]; then
+  n=0
+  for case_name in "$@"; do
+    n=$((n + 1))
+    {
+      echo "case: $case_name (torch SDPA peers)"
+      timeout 200 "$ncu" --clock-control none --kernel-name-base demangled --launch-count 40 \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section LaunchStats \
+        python3 bench/peer_decode.py --profile "$case_name"
+    } >"$out/ncu-peer-$n.txt" 2>&1
+  done
+  exit 0
+fi
 build=${KVINFER_BUILD_DIR:-build-gpu}
 deps_args=()
 [[ -d .deps ]] && deps_args=(-DKVINFER_DEPS_DIR="$PWD/.deps")
@@ -25,7 +42,6 @@ exe="$build/bench/$bench"
 
 "$exe" --json "$out/$bench.json" >"$out/$bench.log" 2>&1 || echo "$bench failed (rc $?)"
 
-ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 kernels=${KVINFER_PROFILE_KERNELS:-regex:decode_kernel|prefill_kernel|merge}
 n=0
 for case_name in "$@"; do

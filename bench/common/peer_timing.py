@@ -10,11 +10,14 @@ import time
 import torch
 
 
-def parse_args(runs=20):
+def parse_args(runs=20, extra=()):
+    """The common options, and (name, default) string options of one benchmark."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--json", default="")
     ap.add_argument("--runs", type=int, default=runs)
     ap.add_argument("--quick", action="store_true")
+    for name, default in extra:
+        ap.add_argument(name, default=default)
     return ap.parse_args()
 
 
