@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """Peers of paged decode on the GPU machine: torch SDPA (cuDNN and flash backends)
 decode on PERF.md's shapes with contiguous KV, timed like bench_decode (CUDA
-events, cold L2, median of >= 20 runs). Usage: peer_decode.py --json PATH."""
+events, cold L2, median of >= 20 runs). Usage: peer_decode.py --json PATH.
+--profile SHAPE[,SHAPE] (e.g. 16x8192) runs only those shapes, three untimed calls of
+each backend and no L2 eviction, for a profiler (scripts/gpu-profile.sh OUT peer_decode SHAPE)."""
 import json
 import os
 import sys
