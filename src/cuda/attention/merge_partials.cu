@@ -71,6 +71,35 @@ __device__ __forceinline__ void store_merged(const AttentionKernelParams& p, std
       *reinterpret_cast<const Chunk*>(out);
 }
 
+// The query row and head a merge slot (a CTA or a warp) takes: its plan entries, read
+// before the wait (the plan's arrays are in place before the attention kernel starts;
+// with a programmatic launch the slot may start while that kernel still writes the
+// states), and where its chunks' states are.
+struct MergeRow {
+  std::int64_t row;  // in ragged q/o
+  int h;
+  detail::RequestInfo r;
+  std::int64_t t;  // token in the request
+
+  __device__ __forceinline__ std::int64_t state(const AttentionKernelParams& p, int c) const {
+    return (r.partial_begin + std::int64_t(c) * r.qo_len + t) * p.num_qo_heads + h;
+  }
+};
+
+// False for a slot past this plan's rows (the grid is sized by the plan's capacity);
+// else waits for the attention kernel.
+__device__ __forceinline__ bool begin_merge_row(const AttentionKernelParams& p, int slot, MergeRow& m) {
+  const int token = slot / p.num_qo_heads;
+  if (token >= p.counts[1]) return false;
+  const detail::MergeToken mt = p.merge_tokens[token];
+  m.r = p.requests[mt.request];
+  m.row = mt.row;
+  m.h = slot % p.num_qo_heads;
+  m.t = mt.row - m.r.qo_begin;
+  wait_for_previous_kernel();
+  return true;
+}
+
 // One CTA per (query row, head): o = sum_c w_c o_c / sum_c w_c with
 // w_c = 2^(lse_c - max_c lse_c); zeros and -inf LSE where every chunk is empty
 // (SPEC: no NaN). Every warp takes the chunks' LSE maximum and weight sum itself
@@ -83,17 +112,13 @@ __device__ __forceinline__ void store_merged(const AttentionKernelParams& p, std
 template <class TO>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     merge_partials_kernel(const __grid_constant__ AttentionKernelParams p, int head_dim) {
-  // The plan's arrays are in place before the attention kernel starts; the states
-  // are written by it. With a programmatic launch this CTA may start while that
-  // kernel runs: it reads its row's plan entries, then waits.
-  const int token = int(blockIdx.x) / p.num_qo_heads, h = int(blockIdx.x) % p.num_qo_heads;
-  if (token >= p.counts[1]) return;
-  const detail::MergeToken mt = p.merge_tokens[token];
-  const detail::RequestInfo r = p.requests[mt.request];
-  wait_for_previous_kernel();
-  const std::int64_t t = mt.row - r.qo_begin;
+  MergeRow mr;
+  if (!begin_merge_row(p, int(blockIdx.x), mr)) return;
+  const detail::RequestInfo& r = mr.r;
+  const std::int64_t row = mr.row;
+  const int h = mr.h;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, warps = int(blockDim.x) / 32;
-  const auto state = [&](int c) { return (r.partial_begin + std::int64_t(c) * r.qo_len + t) * p.num_qo_heads + h; };
+  const auto state = [&](int c) { return mr.state(p, c); };
 
   // This warp's first kPrefetch chunks (their LSE and this lane's first 4 dims of O)
   // are loaded before the reductions over every chunk's LSE, so that the two round
@@ -162,10 +187,10 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
       sum[2] += a.z;
       sum[3] += a.w;
     }
-    store_merged<TO>(p, mt.row, h, e0, sum, inv);
+    store_merged<TO>(p, row, h, e0, sum, inv);
   }
   if (threadIdx.x == 0 && p.lse) {
-    p.lse[mt.row * p.lse_stride_n + h * p.lse_stride_h] = d > 0.0f ? m + __log2f(d) : -INFINITY;
+    p.lse[row * p.lse_stride_n + h * p.lse_stride_h] = d > 0.0f ? m + __log2f(d) : -INFINITY;
   }
 }
 
@@ -180,15 +205,12 @@ template <class TO>
 __global__ void __launch_bounds__(kRowWarps * 32)
     merge_partials_warp_kernel(const __grid_constant__ AttentionKernelParams p, int head_dim) {
   const int lane = int(threadIdx.x) % 32;
-  const int slot = int(blockIdx.x) * kRowWarps + int(threadIdx.x) / 32;
-  const int token = slot / p.num_qo_heads, h = slot % p.num_qo_heads;
-  if (token >= p.counts[1]) return;
-  const detail::MergeToken mt = p.merge_tokens[token];  // plan data: read before the wait
-  const detail::RequestInfo r = p.requests[mt.request];
-  wait_for_previous_kernel();
-  const std::int64_t t = mt.row - r.qo_begin;
-  const int n = r.num_chunks;
-  const auto state = [&](int c) { return (r.partial_begin + std::int64_t(c) * r.qo_len + t) * p.num_qo_heads + h; };
+  MergeRow mr;
+  if (!begin_merge_row(p, int(blockIdx.x) * kRowWarps + int(threadIdx.x) / 32, mr)) return;
+  const std::int64_t row = mr.row;
+  const int h = mr.h;
+  const int n = mr.r.num_chunks;
+  const auto state = [&](int c) { return mr.state(p, c); };
 
   constexpr int kPrefetch = 4;
   const int e_first = lane * 4;
@@ -250,9 +272,9 @@ __global__ void __launch_bounds__(kRowWarps * 32)
       }
       for (int k = 0; k < kClasses; ++k) add_class(sum, classes[k]);
     }
-    if (mine) store_merged<TO>(p, mt.row, h, e0, sum, inv);
+    if (mine) store_merged<TO>(p, row, h, e0, sum, inv);
   }
-  if (lane == 0 && p.lse) p.lse[mt.row * p.lse_stride_n + h * p.lse_stride_h] = d > 0.0f ? m + __log2f(d) : -INFINITY;
+  if (lane == 0 && p.lse) p.lse[row * p.lse_stride_n + h * p.lse_stride_h] = d > 0.0f ? m + __log2f(d) : -INFINITY;
 }
 
 // A CTA per (query row, head), as merge_partials_kernel, warp w summing the classes
@@ -260,16 +282,14 @@ __global__ void __launch_bounds__(kRowWarps * 32)
 template <class TO>
 __global__ void __launch_bounds__(kMaxWarps * 32)
     merge_partials_fixed_order_kernel(const __grid_constant__ AttentionKernelParams p, int head_dim) {
-  const int token = int(blockIdx.x) / p.num_qo_heads, h = int(blockIdx.x) % p.num_qo_heads;
-  if (token >= p.counts[1]) return;
-  const detail::MergeToken mt = p.merge_tokens[token];  // plan data: read before the wait
-  const detail::RequestInfo r = p.requests[mt.request];
-  wait_for_previous_kernel();
-  const std::int64_t t = mt.row - r.qo_begin;
-  const int n = r.num_chunks;
+  MergeRow mr;
+  if (!begin_merge_row(p, int(blockIdx.x), mr)) return;
+  const std::int64_t row = mr.row;
+  const int h = mr.h;
+  const int n = mr.r.num_chunks;
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32, warps = int(blockDim.x) / 32;
   const int classes = kClasses / warps;  // this warp's: warp + j * warps
-  const auto state = [&](int c) { return (r.partial_begin + std::int64_t(c) * r.qo_len + t) * p.num_qo_heads + h; };
+  const auto state = [&](int c) { return mr.state(p, c); };
   const auto weight = [&](float lse, float m) { return m != -INFINITY ? exp2_approx(lse - m) : 0.0f; };
 
   // This warp's first kPrefetch chunks, its classes in turn (slot s: class s % classes,
@@ -325,10 +345,10 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     float sum[4] = {};
 #pragma unroll
     for (int k = 0; k < kClasses; ++k) add_class(sum, sm_classes[k * row4 + e0 / 4]);
-    store_merged<TO>(p, mt.row, h, e0, sum, inv);
+    store_merged<TO>(p, row, h, e0, sum, inv);
   }
   if (threadIdx.x == 0 && p.lse) {
-    p.lse[mt.row * p.lse_stride_n + h * p.lse_stride_h] = d > 0.0f ? m + __log2f(d) : -INFINITY;
+    p.lse[row * p.lse_stride_n + h * p.lse_stride_h] = d > 0.0f ? m + __log2f(d) : -INFINITY;
   }
 }
 
