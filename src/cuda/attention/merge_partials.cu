@@ -374,16 +374,15 @@ void launch_merge_partials(const AttentionKernelParams& p, DType o_dtype, int he
     // captured launch keeps the kernel and warps of its plan; each merges any number
     // of chunks correctly.
     const std::int64_t rows = grid * p.num_qo_heads;
+    const int warps = max_chunks <= 16 ? 4 : max_chunks <= 32 ? 8 : kMaxWarps;  // of a CTA per row
     if (max_chunks <= 4) {
       launch_after_previous(merge_partials_warp_kernel<TO>, dim3(unsigned((rows + kRowWarps - 1) / kRowWarps)),
                             dim3(kRowWarps * 32), 0, stream, programmatic, p, head_dim);
     } else if (fixed_order) {
-      const int warps = max_chunks <= 16 ? 4 : max_chunks <= 32 ? 8 : kMaxWarps;
       launch_after_previous(merge_partials_fixed_order_kernel<TO>, dim3(unsigned(rows)), dim3(unsigned(warps * 32)),
                             std::size_t(kClasses) * std::size_t(head_dim) * sizeof(float), stream, programmatic, p,
                             head_dim);
     } else {
-      const int warps = max_chunks <= 16 ? 4 : max_chunks <= 32 ? 8 : kMaxWarps;
       launch_after_previous(merge_partials_kernel<TO>, dim3(unsigned(rows)), dim3(unsigned(warps * 32)),
                             std::size_t(warps) * std::size_t(head_dim) * sizeof(float), stream, programmatic, p,
                             head_dim);
