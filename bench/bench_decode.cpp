@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Paged decode on the GPU: PERF.md's shapes (Hq 32 / Hk 8, d 128, page 16, bf16)
 // with equal and skewed lengths, plus group size 1, head_dim 64/256, page 1/64,
-// HND and fp8 KV. Reports KV bytes read / time against the read bandwidth measured
-// in the same run.
+// HND and fp8 KV, and the equal lengths on a contiguous cache (the peers' layout).
+// Reports KV bytes read / time against the read bandwidth measured in the same run.
 #include <cstdio>
 #include <exception>
 #include <numeric>
@@ -27,6 +27,8 @@ struct DecodeShape {
   KVLayout layout = KVLayout::kNHD;
   DType kv_dtype = DType::kBF16;
   SplitOptions split;  // the planner's automatic split unless set
+  bool shuffled = true;  // pages in a serving pool's random order, else in order
+  bool kv_pair = false;  // K and V in two tensors, else one [pages, 2, ...] tensor
 };
 
 DecodeShape equal(std::int64_t batch, std::int32_t len) {
@@ -41,7 +43,7 @@ DecodeShape skewed(std::int64_t batch, std::int32_t len) {
 }
 
 struct Setup {
-  Tensor cache, q, out, indptr, last, indices;
+  Tensor cache, v_cache, q, out, indptr, last, indices;
   PagedKVCache kv;
   double kv_bytes = 0;
 };
@@ -58,19 +60,36 @@ Setup make_setup(const DecodeShape& s, std::uint64_t seed) {
   const std::int64_t num_pages = indptr.back();
   std::vector<std::int32_t> ids(static_cast<std::size_t>(num_pages));
   std::iota(ids.begin(), ids.end(), 0);
-  std::shuffle(ids.begin(), ids.end(), std::mt19937_64(seed));  // a serving pool's order
+  if (s.shuffled) std::shuffle(ids.begin(), ids.end(), std::mt19937_64(seed));  // a serving pool's order
   const Device gpu = Device::cuda(0);
   st.indptr = host_i32(indptr);
   st.last = host_i32(last);
   st.indices = host_i32(ids).to(gpu);
   const std::int64_t ps = s.page_size, h = s.num_kv_heads, d = s.head_dim;
-  if (s.layout == KVLayout::kNHD) st.cache = Tensor::empty({num_pages, 2, ps, h, d}, s.kv_dtype, gpu);
-  else st.cache = Tensor::empty({num_pages, 2, h, ps, d}, s.kv_dtype, gpu);
-  // Random bits as KV: fp8/bf16 NaNs would only slow nothing down, but keep values sane.
-  fill_random_uniform(st.cache.data(), std::size_t(st.cache.nbytes() / 2),
-                      s.kv_dtype == DType::kBF16 ? RandomKind::kBF16 : RandomKind::kF16, seed);
-  if (is_fp8(s.kv_dtype)) fill_random_bits(st.cache.data(), st.cache.nbytes(), seed);
-  st.kv = PagedKVCache::combined(st.cache, s.layout);
+  const auto shape = [&](std::vector<std::int64_t> kv) {
+    std::vector<std::int64_t> dims{num_pages};
+    dims.insert(dims.end(), kv.begin(), kv.end());
+    if (s.layout == KVLayout::kNHD) dims.insert(dims.end(), {ps, h, d});
+    else dims.insert(dims.end(), {h, ps, d});
+    return dims;
+  };
+  const auto fill = [&](Tensor& t, std::uint64_t fill_seed) {
+    // Random bits as KV: fp8/bf16 NaNs would only slow nothing down, but keep values sane.
+    fill_random_uniform(t.data(), std::size_t(t.nbytes() / 2),
+                        s.kv_dtype == DType::kBF16 ? RandomKind::kBF16 : RandomKind::kF16, fill_seed);
+    if (is_fp8(s.kv_dtype)) fill_random_bits(t.data(), t.nbytes(), fill_seed);
+  };
+  if (s.kv_pair) {
+    st.cache = Tensor::empty(shape({}), s.kv_dtype, gpu);
+    st.v_cache = Tensor::empty(shape({}), s.kv_dtype, gpu);
+    fill(st.cache, seed);
+    fill(st.v_cache, seed + 2);
+    st.kv = PagedKVCache::pair(st.cache, st.v_cache, s.layout);
+  } else {
+    st.cache = Tensor::empty(shape({2}), s.kv_dtype, gpu);
+    fill(st.cache, seed);
+    st.kv = PagedKVCache::combined(st.cache, s.layout);
+  }
   st.q = Tensor::empty({batch, s.num_qo_heads, d}, DType::kBF16, gpu);
   fill_random_uniform(st.q.data(), std::size_t(st.q.numel()), RandomKind::kBF16, seed + 1);
   st.out = Tensor::empty({batch, s.num_qo_heads, d}, DType::kBF16, gpu);
@@ -117,6 +136,21 @@ int main(int argc, char** argv) try {
     DecodeShape s = equal(b, l);
     s.name += " fp8e4m3";
     s.kv_dtype = DType::kE4M3;
+    shapes.push_back(s);
+  }
+  // The paging's cost: the same problems with the pages in order, and on the peers'
+  // layout (one page per request, K and V apart, HND: torch SDPA's [B, Hk, L, D]).
+  for (auto [b, l] : {std::pair{1, 32768}, {16, 8192}, {64, 4096}, {128, 2048}, {256, 1024}, {64, 16384}}) {
+    DecodeShape s = equal(b, l);
+    s.name += " pages in order";
+    s.shuffled = false;
+    shapes.push_back(s);
+    s = equal(b, l);
+    s.name += " contiguous HND";
+    s.layout = KVLayout::kHND;
+    s.page_size = l;
+    s.shuffled = false;
+    s.kv_pair = true;
     shapes.push_back(s);
   }
   // The split the planner picks against fixed ones (and none): how much of the gap
