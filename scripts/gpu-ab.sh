@@ -43,6 +43,8 @@ if [[ ${KVINFER_AB_TESTS:-0} == 1 ]]; then
   echo "$(side_name $((${#trees[@]} - 1))) GPU tests: rc $? ($(grep -E 'tests passed|tests failed' "$work/tests-b.log"))" |
     tee -a "$out/build.log"
   grep -E '\(Failed\)|\(Timeout\)|\*\*\*' "$work/tests-b.log" | tee -a "$out/build.log"
+  # The failures' own output, for the record.
+  ctest --test-dir "$last/build-gpu" -L gpu --rerun-failed --output-on-failure >"$out/tests-failed.log" 2>&1 || true
 fi
 
 filter=()
