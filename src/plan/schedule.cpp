@@ -16,6 +16,8 @@ constexpr std::string_view kOp = "plan";
 // states per row: on the H200, one slot's share per chunk measured best (decode
 // 64 x 4k skewed: 0.83 of the read bandwidth at a quarter, 0.91 at about one).
 constexpr std::int64_t kSkewChunksPerShare = 1;
+// Automatic chunks of pages longer than min_chunk_tokens: multiples of this many keys.
+constexpr std::int64_t kLargePageStep = 16;
 constexpr std::size_t kAlign = 256;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
@@ -79,7 +81,11 @@ Schedule make_schedule(const ScheduleInput& in, const DeviceProfile& profile) {
     max_items = in.num_kv_heads * per_head;
   }
 
-  // KV chunk size (tokens, whole pages). Without a fixed size, where the requests
+  // KV chunk size (tokens). A fixed size is rounded up to whole pages. Automatic
+  // chunks are whole pages too where a page holds at most min_chunk_tokens keys;
+  // larger pages (a contiguous cache: one page per request) are cut in steps of
+  // kLargePageStep keys, the kernels' key tile, as whole pages would leave such a
+  // request unsplit. Without a fixed size, where the requests
   // are of similar length: the smallest chunk whose items fill every processor's
   // slots at most split_waves times over, so that long requests spread across the
   // device (counting each candidate's items, rather than dividing the work, keeps
@@ -97,6 +103,7 @@ Schedule make_schedule(const ScheduleInput& in, const DeviceProfile& profile) {
   } else if (in.fixed_split_size > 0) {
     chunk = ceil_div(in.fixed_split_size, page) * page;
   } else if (max_eff > 0) {
+    const std::int64_t unit = page <= in.min_chunk_tokens ? page : kLargePageStep;
     const std::int64_t slots_per_head = std::max<std::int64_t>(1, budget / in.num_kv_heads);
     const std::int64_t target = std::max<std::int64_t>(1, in.split_waves) * slots_per_head;
     std::int64_t work = 0;  // keys x tiles per KV head
@@ -108,21 +115,21 @@ Schedule make_schedule(const ScheduleInput& in, const DeviceProfile& profile) {
       return n;
     };
     // One request much longer than the mean (skewed lengths): chunks of a slot's share
-    // of the work. Otherwise the smallest chunk (in pages) whose items meet the
+    // of the work. Otherwise the smallest chunk (in units) whose items meet the
     // target; items only fall as chunks grow, and hi covers the longest request whole.
     std::int64_t tiles_total = 0;
     for (std::int64_t b = 0; b < batch; ++b) tiles_total += tiles[b];
     const bool skewed = max_eff > 2 * ceil_div(work, std::max<std::int64_t>(1, tiles_total));
-    std::int64_t lo = ceil_div(in.min_chunk_tokens, page), hi = ceil_div(max_eff, page);
+    std::int64_t lo = ceil_div(in.min_chunk_tokens, unit), hi = ceil_div(max_eff, unit);
     if (skewed) {
-      chunk = ceil_div(std::max(ceil_div(share, kSkewChunksPerShare), in.min_chunk_tokens), page) * page;
-    } else if (items_per_head(hi * page) <= target) {
+      chunk = ceil_div(std::max(ceil_div(share, kSkewChunksPerShare), in.min_chunk_tokens), unit) * unit;
+    } else if (items_per_head(hi * unit) <= target) {
       while (lo < hi) {
         const std::int64_t mid = lo + (hi - lo) / 2;
-        if (items_per_head(mid * page) <= target) hi = mid;
+        if (items_per_head(mid * unit) <= target) hi = mid;
         else lo = mid + 1;
       }
-      chunk = std::min(lo, hi) * page;
+      chunk = std::min(lo, hi) * unit;
     }
   }
   if (chunk >= max_eff) chunk = kNoSplit;

@@ -45,7 +45,7 @@ struct ScheduleInput {
   std::int64_t num_qo_heads = 1;
   std::int64_t num_kv_heads = 1;
   std::int64_t head_dim_vo = 128;
-  std::int64_t page_size = 1;        // chunks are whole pages
+  std::int64_t page_size = 1;        // chunks are whole pages, unless pages are longer than min_chunk_tokens
   int window_left = -1;
   std::int32_t q_tile_rows = 64;     // packed rows per work item (chosen by the backend's kernel)
   std::int64_t fixed_split_size = -1;

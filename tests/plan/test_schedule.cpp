@@ -38,7 +38,7 @@ Inputs random_inputs(std::mt19937_64& rng) {
   x.in.num_kv_heads = 1 + std::int64_t(rng() % 4);
   x.in.num_qo_heads = x.in.num_kv_heads * (1 + std::int64_t(rng() % 8));
   x.in.head_dim_vo = 64;
-  x.in.page_size = std::array{1, 5, 16}[rng() % 3];
+  x.in.page_size = std::array{1, 5, 16, 1024}[rng() % 4];
   x.in.window_left = rng() % 3 == 0 ? int(rng() % 200) : -1;
   x.in.q_tile_rows = std::array{16, 64, 128}[rng() % 3];
   if (rng() % 3 == 0) x.in.fixed_split_size = 1 + std::int64_t(rng() % 500);
@@ -205,6 +205,12 @@ TEST(Schedule, MemoryBoundTilesSplitIntoOneWave) {
   EXPECT_GE(sk.requests[0].num_chunks, slots_per_head);
   EXPECT_EQ(sk.kv_chunk_tokens, (share + 15) / 16 * 16);
   for (std::size_t b = 1; b < skew.size(); ++b) EXPECT_EQ(sk.requests[b].num_chunks, 1);
+  // A contiguous cache (one page per request): chunks cut the page in 16-key steps,
+  // as many as for small pages, rather than leaving the request whole.
+  in.page_size = 32768;
+  const Schedule contiguous = plan({32768});
+  EXPECT_EQ(contiguous.kv_chunk_tokens, c);
+  in.page_size = 16;
   // Query tiles beyond the wave: only a request longer than a slot's share of the
   // work is split, the short ones stay whole.
   std::vector<std::int32_t> mixed(200, 100);

@@ -180,6 +180,17 @@ std::vector<AttentionCase> attention_case_list() {
     cases.push_back(c);
   }
   {
+    // A contiguous cache: one page per request (K and V apart, HND: [pages, Hk, L, D]).
+    // The automatic split cuts such pages mid-page.
+    AttentionCase c = base("contiguous_pages_auto_split", Wrapper::kDecode);
+    c.qo_lens = {1, 1, 1};
+    c.kv_lens = {9000, 4096, 100};
+    c.page_size = 9000;
+    c.layout = KVLayout::kHND;
+    c.combined_cache = false;
+    cases.push_back(c);
+  }
+  {
     AttentionCase c = base("gqa_5_page1", Wrapper::kPagedPrefill);
     c.num_qo_heads = 10;
     c.qo_lens = {7, 3};
