@@ -8,7 +8,7 @@
 # Usage: scripts/gpu-ab.sh OUTDIR B_TREE[,B_TREE...] BENCH [BENCH...]
 #   e.g. scripts/gpu-ab.sh out .ab/b1,.ab/b2 bench_decode bench_prefill
 # Environment: KVINFER_AB_ROUNDS (2), KVINFER_AB_FILTER (a --filter for every benchmark),
-# KVINFER_AB_TESTS=1 also runs the last B tree's GPU tests (ctest -L gpu).
+# KVINFER_AB_TESTS=1 also runs the last B tree's GPU tests (ctest -L gpu), =all every B tree's.
 # Writes OUTDIR/ab.md (per case: the medians of A and of each B, B/A), OUTDIR/ab.json
 # (every run's rows) and OUTDIR/build.log (with each benchmark run's seconds).
 set -uo pipefail
@@ -37,14 +37,19 @@ for ((s = 0; s < ${#trees[@]}; ++s)); do
   build "${trees[s]}" "${trees[s]}/build-gpu" || { echo "$(side_name $s) build failed"; tail -20 "$out/build.log"; }
 done
 
-if [[ ${KVINFER_AB_TESTS:-0} == 1 ]]; then
-  last=${trees[-1]}
-  ctest --test-dir "$last/build-gpu" -L gpu -j 8 --timeout 120 >"$work/tests-b.log" 2>&1
-  echo "$(side_name $((${#trees[@]} - 1))) GPU tests: rc $? ($(grep -E 'tests passed|tests failed' "$work/tests-b.log"))" |
-    tee -a "$out/build.log"
-  grep -E '\(Failed\)|\(Timeout\)|\*\*\*' "$work/tests-b.log" | tee -a "$out/build.log"
-  # The failures' own output, for the record.
-  ctest --test-dir "$last/build-gpu" -L gpu --rerun-failed --output-on-failure >"$out/tests-failed.log" 2>&1 || true
+if [[ ${KVINFER_AB_TESTS:-0} == 1 || ${KVINFER_AB_TESTS:-0} == all ]]; then
+  first=$((${#trees[@]} - 1))
+  [[ ${KVINFER_AB_TESTS} == all ]] && first=1
+  for ((s = first; s < ${#trees[@]}; ++s)); do
+    name=$(side_name $s)
+    ctest --test-dir "${trees[s]}/build-gpu" -L gpu -j 8 --timeout 120 >"$work/tests-$name.log" 2>&1
+    echo "$name GPU tests: rc $? ($(grep -E 'tests passed|tests failed' "$work/tests-$name.log"))" | tee -a "$out/build.log"
+    grep -E '\(Failed\)|\(Timeout\)|\*\*\*' "$work/tests-$name.log" | tee -a "$out/build.log"
+    # The failures' own output, for the record.
+    if grep -qE '\(Failed\)|\(Timeout\)' "$work/tests-$name.log"; then
+      ctest --test-dir "${trees[s]}/build-gpu" -L gpu --rerun-failed --output-on-failure >"$out/tests-failed-$name.log" 2>&1
+    fi
+  done
 fi
 
 filter=()
