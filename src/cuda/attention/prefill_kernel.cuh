@@ -20,6 +20,7 @@
 
 #include "core/mask_policy.hpp"
 #include "cuda/attention/attention_kernel_params.cuh"
+#include "cuda/attention/item_warps.cuh"
 #include "cuda/attention/key_access.cuh"
 #include "cuda/attention/math.cuh"
 #include "cuda/check.cuh"
@@ -65,6 +66,7 @@ struct PrefillSmem {
   static constexpr int raw = v + kComputeStages * v_stage;
   static constexpr int freq = raw + 2 * raw_stage;  // RoPE inverse frequencies
   static constexpr int bytes = freq + DQK / 2 * int(sizeof(float));
+  static constexpr int kTileBytes = (bytes + 127) / 128 * 128;  // one item warp's share of a CTA's
 };
 
 // The 16-byte chunk `chunk` of row `row` of a tile with D 16-bit elements per row:
@@ -135,6 +137,22 @@ __device__ __forceinline__ const char* packed_q_row(const AttentionKernelParams&
 // key_end) (empty when end <= begin), and those all of them see, [full_lo, full_end)
 // (none under custom bits): a key tile inside the latter needs no per-element mask,
 // two compares instead of classifying the rows' bounds for every tile.
+// The thread's index among the kThreads that share a tile, and their barrier: the
+// CTA's, except for the one-warp (decode) tile, whose CTA may hold several warps that
+// each run a tile of their own (item warps, item_warps.cuh).
+template <int kThreads>
+__device__ __forceinline__ int tile_thread() {
+  return int(threadIdx.x) % kThreads;
+}
+template <int kThreads>
+__device__ __forceinline__ void tile_sync() {
+  if constexpr (kThreads == 32) {
+    __syncwarp();
+  } else {
+    __syncthreads();
+  }
+}
+
 struct ItemKeys {
   detail::RequestMask mask;
   int key_begin, key_end;
@@ -144,6 +162,16 @@ struct ItemKeys {
   }
   __device__ __forceinline__ bool needs_mask(int key0, int keys_per_tile) const {
     return key0 < full_lo || key0 + keys_per_tile > full_end;
+  }
+  // Warp w of `warps` (item warps): whole tiles of the keys, the first warps a tile
+  // more where they do not divide evenly; a warp past the keys gets none.
+  __device__ __forceinline__ void keep_warp_share(int w, int warps, int keys_per_tile) {
+    const int tiles = num_tiles(keys_per_tile), base = tiles / warps, extra = tiles % warps;
+    const int first = w * base + min(w, extra), count = base + (w < extra ? 1 : 0);
+    const int begin = key_begin + first * keys_per_tile;
+    key_end = count > 0 ? min(key_end, begin + count * keys_per_tile) : begin;
+    key_begin = count > 0 ? begin : key_end;
+    full_end = min(full_end, key_end);
   }
 };
 __device__ __forceinline__ ItemKeys item_keys(const AttentionKernelParams& p, const detail::WorkItem& item,
@@ -170,7 +198,7 @@ __device__ __forceinline__ void load_tile16(unsigned char* tile, const RowPtr& r
   static_assert(kRows * kChunks % kThreads == 0);
 #pragma unroll
   for (int it = 0; it < kRows * kChunks / kThreads; ++it) {
-    const int idx = it * kThreads + int(threadIdx.x);
+    const int idx = it * kThreads + tile_thread<kThreads>();
     const int row = idx / kChunks, c = idx % kChunks;
     const bool ok = row < valid;
     const char* src = row_ptr(ok ? row : 0) + c * 16;
@@ -199,7 +227,7 @@ __device__ __forceinline__ void copy_key_rows(unsigned char* tile, unsigned char
   constexpr bool kFixedUnit = kThreads % kUnits == 0 && (kThreads / kUnits) % 8 == 0;
 #pragma unroll
   for (int it = 0; it < kKeys * kUnits / kThreads; ++it) {
-    const int idx = it * kThreads + int(threadIdx.x);
+    const int idx = it * kThreads + tile_thread<kThreads>();
     const int row = idx / kUnits, c = idx % kUnits;
     const bool ok = row < valid;
     const int key = key0 + (ok ? row : 0);
@@ -211,7 +239,7 @@ __device__ __forceinline__ void copy_key_rows(unsigned char* tile, unsigned char
         at = locate(key);
       }
     }
-    const int offset = kFixedUnit ? Lay::offset(int(threadIdx.x) / kUnits, c) + it * (kThreads / kUnits) * Lay::kRowBytes
+    const int offset = kFixedUnit ? Lay::offset(tile_thread<kThreads>() / kUnits, c) + it * (kThreads / kUnits) * Lay::kRowBytes
                                   : Lay::offset(row, c);
     const auto dst = [&](unsigned char* t) { return kRaw ? t + row * D + c * 8 : t + offset; };
     ptx::cp_async_or_zero<kUnitBytes>(dst(tile), key_row(at) + c * kUnitBytes, ok);
@@ -496,7 +524,7 @@ __device__ __forceinline__ void store_output_warp_staged(const AttentionKernelPa
 template <class T, class TKV, int kThreads, int kRows, int D, class Pos>
 __device__ __forceinline__ void prepare_tile(unsigned char* tile, const unsigned char* raw, const float* freq, const Pos& pos) {
   constexpr int kHalf = D / 16;  // chunk pairs per row
-  for (int idx = int(threadIdx.x); idx < kRows * kHalf; idx += kThreads) {
+  for (int idx = tile_thread<kThreads>(); idx < kRows * kHalf; idx += kThreads) {
     const int row = idx / kHalf, c = idx % kHalf;
     float x[8], y[8];
     uint4* px = reinterpret_cast<uint4*>(tile) + swizzled_chunk<D>(row, c);
@@ -531,18 +559,25 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
   using L = PrefillSmem<TKV, DQK, DVO, kWarps, kMmaM>;
   using T = TQ;  // the mma operand type; KV is converted to it
   constexpr int kThreads = S::kThreads, kKeys = S::kKeys, kRowsPerWarp = S::kRowsPerWarp;
-  extern __shared__ __align__(128) unsigned char smem[];
+  extern __shared__ __align__(128) unsigned char smem_cta[];
   const int num_items = p.counts[0];
   if (int(blockIdx.x) >= num_items) return;  // grid sized for the capacity
   // The planner lists a request's row tiles in order, so under a causal mask the
   // heaviest come last: start from the end so that they do not form the tail.
   const detail::WorkItem item = p.items[num_items - 1 - int(blockIdx.x)];
   const detail::RequestInfo r = p.requests[item.request];
-  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+  // Warps of a larger tile split its rows; the one-warp tile's CTA holds item_warps
+  // warps (item_warps.cuh), each a tile of its own over its share of the keys.
+  const int lane = int(threadIdx.x) % 32, warp = kThreads == 32 ? 0 : int(threadIdx.x) / 32;
+  const int item_warp = kThreads == 32 ? int(threadIdx.x) / 32 : 0;
+  unsigned char* smem = smem_cta + item_warp * L::kTileBytes;
   const int rows = item.row_end - item.row_begin;
   const int group = p.group_size;
 
-  const ItemKeys keys = item_keys(p, item, r, kGeneral && p.custom_mask ? p.custom_mask + r.mask_offset : nullptr);
+  ItemKeys keys = item_keys(p, item, r, kGeneral && p.custom_mask ? p.custom_mask + r.mask_offset : nullptr);
+  if constexpr (kThreads == 32) {
+    if (p.item_warps > 1) keys.keep_warp_share(item_warp, p.item_warps, kKeys);
+  }
   const detail::RequestMask& mask = keys.mask;
   const int key_begin = keys.key_begin, key_end = keys.key_end;
   const int num_tiles = keys.num_tiles(kKeys);
@@ -589,7 +624,7 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
 
   const bool rope = p.rope;
   if (rope) {
-    for (int d = int(threadIdx.x); d < DQK / 2; d += kThreads) {
+    for (int d = tile_thread<kThreads>(); d < DQK / 2; d += kThreads) {
       freq[d] = p.rope_rcp_scale * powf(p.rope_rcp_theta, float(2 * d) / float(DQK));
     }
   }
@@ -642,7 +677,7 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
     }
     ptx::cp_async_commit();
     ptx::cp_async_wait_group<1>();
-    __syncthreads();
+    tile_sync<kThreads>();
     if (L::kStaged || rope) {
       if (t == 0 && rope) {
         prepare_tile<T, T, kThreads, S::kTileRows, DQK>(sq, nullptr, freq, [&](int i) {
@@ -656,7 +691,7 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
       if constexpr (L::kStaged) {
         prepare_tile<T, TKV, kThreads, kKeys, DVO>(smem + L::v, raw + kKeys * DQK, nullptr, [](int) { return 0.0f; });
       }
-      __syncthreads();
+      tile_sync<kThreads>();
     }
     const unsigned k_off = L::kStaged ? 0u : unsigned(stage * L::k_stage);
     const unsigned v_off = L::kStaged ? 0u : unsigned(stage * L::v_stage);
@@ -731,9 +766,21 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
         }
       }
     }
-    __syncthreads();  // every warp is done with this stage before it is refilled
+    tile_sync<kThreads>();  // every warp is done with this stage before it is refilled
   }
 
+  if constexpr (kThreads == 32) {
+    if (p.item_warps > 1) {  // the CTA's warps merge their states (item_warps.cuh)
+      static_assert(L::bytes - L::k >= kWarpStateBytes<DVO>, "a warp's state fits in its K/V stages");
+      ptx::cp_async_wait_all();  // no copy still lands in the stages the state reuses
+      __syncwarp();
+      stash_warp_state<DVO>(p, o, row_max, row_sum, sc, lane, smem + L::k);
+      merge_item_warps<TO, DVO>(
+          p, item, r, rows, [&](int w) { return smem_cta + w * L::kTileBytes + L::k; },
+          [&](int i) { return packed_row(p, item, group, i); });
+      return;
+    }
+  }
   if (r.num_chunks > 1 || DQK != DVO) {
     store_output<TO, DVO, kRowsPerWarp>(p, item, r, o, row_max, row_sum, sc, rows, warp, lane);
   } else {
@@ -741,7 +788,7 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
     // thread) the epilogue reuses: the copies land and the barrier orders them first.
     if (num_tiles == 0) {
       ptx::cp_async_wait_all();
-      __syncthreads();
+      tile_sync<kThreads>();
     }
     store_output_warp_staged<TO, DVO, kRowsPerWarp>(p, item, r, o, row_max, row_sum, sc, rows,
                                                     sq + warp * kRowsPerWarp * DQK * 2, warp, lane);
@@ -753,6 +800,9 @@ struct PrefillKernel {
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kSmem = PrefillSmem<TKV, DQK, DVO, kWarps, kMmaM>::bytes;
   static constexpr auto kernel = prefill_kernel<TQ, TKV, TO, DQK, DVO, kWarps, kMmaM, kGeneral>;
+  // The one-warp tile runs item warps: W of them per CTA, kTileSmem bytes each.
+  static constexpr bool kItemWarps = kWarps == 1;
+  static constexpr int kTileSmem = PrefillSmem<TKV, DQK, DVO, kWarps, kMmaM>::kTileBytes;
   // Dynamic shared memory above 48 KiB must be allowed per kernel (per device).
   static void prepare() {
     KVINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));

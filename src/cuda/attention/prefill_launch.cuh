@@ -11,6 +11,8 @@
 #include "cuda/attention/prefill_kernel_sm90.cuh"
 #include "kvinfer/core/error.hpp"
 
+#include <string>
+
 namespace kvinfer::cuda {
 
 // The kernel configurations. The wide tile (128 rows) halves the K/V traffic per
@@ -39,10 +41,53 @@ void with_prefill_kernel(int q_tile_rows, bool general, F&& f) {
   }
 }
 
+// Item warps of the one-warp tile: the most warps one CTA can run (each with its own
+// tile's shared memory), on the current device.
+inline constexpr int kMaxItemWarps = 8;
+template <class K>
+int max_item_warps(const K&) {
+  if constexpr (requires { K::kItemWarps; }) {
+    if constexpr (K::kItemWarps) {
+      int device = 0, optin = 0;
+      KVINFER_CUDA_CHECK(cudaGetDevice(&device));
+      KVINFER_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+      int w = kMaxItemWarps;
+      while (w > 1 && w * K::kTileSmem > optin) w /= 2;
+      return w;
+    }
+  }
+  return 1;
+}
+
 template <class K>
 void launch(const K&, const AttentionKernelParams& p, std::int64_t grid, cudaStream_t stream) {
-  static const bool prepared = (K::prepare(), true);
-  (void)prepared;
+  // Dynamic shared memory above 48 KiB must be allowed per kernel: up to the most item
+  // warps' (prepare() allows one tile's).
+  static const int item_warps_allowed = [] {
+    K::prepare();
+    const int w = max_item_warps(K{});
+    if constexpr (requires { K::kTileSmem; }) {
+      if (w > 1) {
+        KVINFER_CUDA_CHECK(cudaFuncSetAttribute(K::kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, w * K::kTileSmem));
+      }
+    }
+    return w;
+  }();
+  if (p.item_warps > 1) {
+    if constexpr (requires { K::kItemWarps; }) {
+      if constexpr (K::kItemWarps) {
+        if (p.item_warps > item_warps_allowed) {
+          throw Error("attention", "item_warps", std::to_string(p.item_warps),
+                      "more than this device's " + std::to_string(item_warps_allowed) + " (a planner bug)");
+        }
+        K::kernel<<<dim3(static_cast<unsigned>(grid)), K::kThreads * p.item_warps, p.item_warps * K::kTileSmem,
+                    stream>>>(p);
+        return;
+      }
+    }
+    throw Error("attention", "item_warps", std::to_string(p.item_warps),
+                "only the one-warp decode tile runs item warps (a selector bug)");
+  }
   K::kernel<<<dim3(static_cast<unsigned>(grid)), K::kThreads, K::kSmem, stream>>>(p);
 }
 template <class K>
@@ -70,6 +115,14 @@ int prefill_occupancy(int q_tile_rows) {
   int blocks = 0;
   with_prefill_kernel<TQ, TKV, TO, DQK, DVO>(q_tile_rows, false, [&](auto k) { blocks = occupancy(k); });
   return blocks;
+}
+
+// The most item warps a q tile's kernel runs per CTA (1: none).
+template <class TQ, class TKV, class TO, int DQK, int DVO>
+int prefill_max_item_warps(int q_tile_rows) {
+  int warps = 1;
+  with_prefill_kernel<TQ, TKV, TO, DQK, DVO>(q_tile_rows, false, [&](auto k) { warps = max_item_warps(k); });
+  return warps;
 }
 
 // The Hopper mainloop (128-row tiles only): for the instances kHasWgmmaPrefill
@@ -104,6 +157,7 @@ int prefill_wgmma_occupancy(int q_tile_rows) {
 #define KVINFER_INSTANTIATE_PREFILL(TQ, TKV, DQK, DVO)                                                                 \
   template void launch_prefill<TQ, TKV, TQ, DQK, DVO>(const AttentionKernelParams&, int, std::int64_t, cudaStream_t); \
   template int prefill_occupancy<TQ, TKV, TQ, DQK, DVO>(int);                                                          \
+  template int prefill_max_item_warps<TQ, TKV, TQ, DQK, DVO>(int);                                                     \
   template void launch_prefill_wgmma<TQ, TKV, TQ, DQK, DVO>(const AttentionKernelParams&, int, std::int64_t,          \
                                                               cudaStream_t);                                           \
   template int prefill_wgmma_occupancy<TQ, TKV, TQ, DQK, DVO>(int);
