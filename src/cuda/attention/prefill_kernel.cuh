@@ -16,6 +16,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/mask_policy.hpp"
@@ -800,12 +801,27 @@ struct PrefillKernel {
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kSmem = PrefillSmem<TKV, DQK, DVO, kWarps, kMmaM>::bytes;
   static constexpr auto kernel = prefill_kernel<TQ, TKV, TO, DQK, DVO, kWarps, kMmaM, kGeneral>;
-  // The one-warp tile runs item warps: W of them per CTA, kTileSmem bytes each.
+  // The one-warp tile runs item warps: W of them per CTA, kTileSmem bytes each, up to
+  // 8 or what the current device's shared memory per CTA allows.
   static constexpr bool kItemWarps = kWarps == 1;
   static constexpr int kTileSmem = PrefillSmem<TKV, DQK, DVO, kWarps, kMmaM>::kTileBytes;
-  // Dynamic shared memory above 48 KiB must be allowed per kernel (per device).
+  static int max_item_warps() {
+    if constexpr (!kItemWarps) {
+      return 1;
+    } else {
+      int device = 0, optin = 0;
+      KVINFER_CUDA_CHECK(cudaGetDevice(&device));
+      KVINFER_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+      int w = 8;
+      while (w > 1 && w * kTileSmem > optin) w /= 2;
+      return w;
+    }
+  }
+  // Dynamic shared memory above 48 KiB must be allowed per kernel (per device), here
+  // for the most item warps.
   static void prepare() {
-    KVINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    const int bytes = kItemWarps ? std::max(kSmem, max_item_warps() * kTileSmem) : kSmem;
+    KVINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   }
 };
 

@@ -41,45 +41,23 @@ void with_prefill_kernel(int q_tile_rows, bool general, F&& f) {
   }
 }
 
-// Item warps of the one-warp tile: the most warps one CTA can run (each with its own
-// tile's shared memory), on the current device.
-inline constexpr int kMaxItemWarps = 8;
+// The most item warps a kernel runs per CTA (1: it has none).
 template <class K>
 int max_item_warps(const K&) {
-  if constexpr (requires { K::kItemWarps; }) {
-    if constexpr (K::kItemWarps) {
-      int device = 0, optin = 0;
-      KVINFER_CUDA_CHECK(cudaGetDevice(&device));
-      KVINFER_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-      int w = kMaxItemWarps;
-      while (w > 1 && w * K::kTileSmem > optin) w /= 2;
-      return w;
-    }
+  if constexpr (requires { K::max_item_warps(); }) {
+    return K::max_item_warps();
+  } else {
+    return 1;
   }
-  return 1;
 }
 
 template <class K>
 void launch(const K&, const AttentionKernelParams& p, std::int64_t grid, cudaStream_t stream) {
-  // Dynamic shared memory above 48 KiB must be allowed per kernel: up to the most item
-  // warps' (prepare() allows one tile's).
-  static const int item_warps_allowed = [] {
-    K::prepare();
-    const int w = max_item_warps(K{});
-    if constexpr (requires { K::kTileSmem; }) {
-      if (w > 1) {
-        KVINFER_CUDA_CHECK(cudaFuncSetAttribute(K::kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, w * K::kTileSmem));
-      }
-    }
-    return w;
-  }();
+  static const bool prepared = (K::prepare(), true);
+  (void)prepared;
   if (p.item_warps > 1) {
     if constexpr (requires { K::kItemWarps; }) {
       if constexpr (K::kItemWarps) {
-        if (p.item_warps > item_warps_allowed) {
-          throw Error("attention", "item_warps", std::to_string(p.item_warps),
-                      "more than this device's " + std::to_string(item_warps_allowed) + " (a planner bug)");
-        }
         K::kernel<<<dim3(static_cast<unsigned>(grid)), K::kThreads * p.item_warps, p.item_warps * K::kTileSmem,
                     stream>>>(p);
         return;
