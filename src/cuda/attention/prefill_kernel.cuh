@@ -544,17 +544,21 @@ __device__ __forceinline__ void prepare_tile(unsigned char* tile, const unsigned
   }
 }
 
-// Resident CTAs asked of the register allocator: 2 CTAs of 128 threads may use 255
-// registers per thread, and so may one of 256 threads or 8 one-warp CTAs (the decode
-// tile: two warps per SM sub-partition, whichever count up to 255 it takes); narrow tiles
-// (4 warps of 16 rows) of head_dim <= 128 fit 3.
+// Threads per CTA and resident CTAs asked of the register allocator: 2 CTAs of 128
+// threads may use 255 registers per thread, and so may one of 256 threads, which is
+// also the one-warp (decode) tile's bound: its CTA holds up to 8 item warps
+// (item_warps.cuh), two per SM sub-partition, whichever count up to 255 they take;
+// narrow tiles (4 warps of 16 rows) of head_dim <= 128 fit 3.
+inline constexpr int kMaxItemWarps = 8;
+template <int kWarps>
+inline constexpr int kPrefillMaxThreads = (kWarps == 1 ? kMaxItemWarps : kWarps) * 32;
 template <int DVO, int kWarps, int kMmaM>
-inline constexpr int kPrefillMinBlocks = kWarps == 1 ? 8 : kWarps == 8 ? 1 : (kMmaM == 2 || DVO > 128 ? 2 : 3);
+inline constexpr int kPrefillMinBlocks = kWarps == 1 || kWarps == 8 ? 1 : (kMmaM == 2 || DVO > 128 ? 2 : 3);
 
 // kGeneral adds the custom mask, ALiBi and the soft cap to the logits; without it
 // (the common case) those registers are free for the accumulators.
 template <class TQ, class TKV, class TO, int DQK, int DVO, int kWarps, int kMmaM, bool kGeneral>
-__global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kMmaM>)
+__global__ void __launch_bounds__(kPrefillMaxThreads<kWarps>, kPrefillMinBlocks<DVO, kWarps, kMmaM>)
     prefill_kernel(const __grid_constant__ AttentionKernelParams p) {
   using S = PrefillShape<DQK, DVO, kWarps, kMmaM>;
   using L = PrefillSmem<TKV, DQK, DVO, kWarps, kMmaM>;
@@ -812,7 +816,7 @@ struct PrefillKernel {
       int device = 0, optin = 0;
       KVINFER_CUDA_CHECK(cudaGetDevice(&device));
       KVINFER_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-      int w = 8;
+      int w = kMaxItemWarps;
       while (w > 1 && w * kTileSmem > optin) w /= 2;
       return w;
     }
