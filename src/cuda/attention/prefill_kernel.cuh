@@ -140,7 +140,11 @@ __device__ __forceinline__ const char* packed_q_row(const AttentionKernelParams&
 // two compares instead of classifying the rows' bounds for every tile.
 // The thread's index among the kThreads that share a tile, and their barrier: the
 // CTA's, except for the one-warp (decode) tile, whose CTA may hold several warps that
-// each run a tile of their own (item warps, item_warps.cuh).
+// each run a tile of their own (item warps, item_warps.cuh): then a named barrier of
+// the warp's own (id 1 + warp, 32 threads). A barrier instruction rather than
+// __syncwarp: the compiler then knows the warp converged there, as after
+// __syncthreads, and wraps none of the tile's warp-wide instructions (mma, ldmatrix,
+// shuffles) in code for a diverged warp.
 template <int kThreads>
 __device__ __forceinline__ int tile_thread() {
   return int(threadIdx.x) % kThreads;
@@ -148,7 +152,7 @@ __device__ __forceinline__ int tile_thread() {
 template <int kThreads>
 __device__ __forceinline__ void tile_sync() {
   if constexpr (kThreads == 32) {
-    __syncwarp();
+    ptx::bar_sync(1 + int(threadIdx.x) / 32, 32);
   } else {
     __syncthreads();
   }
@@ -778,7 +782,7 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps>, kPrefillMinBlocks<
     if (p.item_warps > 1) {  // the CTA's warps merge their states (item_warps.cuh)
       static_assert(L::bytes - L::k >= kWarpStateBytes<DVO>, "a warp's state fits in its K/V stages");
       ptx::cp_async_wait_all();  // no copy still lands in the stages the state reuses
-      __syncwarp();
+      tile_sync<kThreads>();
       stash_warp_state<DVO>(p, o, row_max, row_sum, sc, lane, smem + L::k);
       merge_item_warps<TO, DVO>(
           p, item, r, rows, [&](int w) { return smem_cta + w * L::kTileBytes + L::k; },
