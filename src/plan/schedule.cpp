@@ -97,13 +97,13 @@ Schedule make_schedule(const ScheduleInput& in, const DeviceProfile& profile) {
   // chunk is smaller than min_chunk_tokens, below which merges cost more than they
   // balance.
   constexpr std::int64_t kNoSplit = std::numeric_limits<std::int32_t>::max();
+  const std::int64_t unit = page <= in.min_chunk_tokens ? page : kLargePageStep;
   std::int64_t chunk = kNoSplit;
   if (in.disable_split_kv) {
     chunk = kNoSplit;
   } else if (in.fixed_split_size > 0) {
     chunk = ceil_div(in.fixed_split_size, page) * page;
   } else if (max_eff > 0) {
-    const std::int64_t unit = page <= in.min_chunk_tokens ? page : kLargePageStep;
     const std::int64_t slots_per_head = std::max<std::int64_t>(1, budget / in.num_kv_heads);
     const std::int64_t target = std::max<std::int64_t>(1, in.split_waves) * slots_per_head;
     std::int64_t work = 0;  // keys x tiles per KV head
@@ -155,14 +155,14 @@ Schedule make_schedule(const ScheduleInput& in, const DeviceProfile& profile) {
       return n;
     };
     // The smallest share (whole pages, at least min_warp_tokens) whose warps fit the slots.
-    std::int64_t lo = ceil_div(in.min_warp_tokens, page), hi = ceil_div(max_eff, page);
-    if (!skewed && items_per_head(hi * page) <= slots_per_head) {
+    std::int64_t lo = ceil_div(in.min_warp_tokens, unit), hi = ceil_div(max_eff, unit);
+    if (!skewed && items_per_head(hi * unit) <= slots_per_head) {
       while (lo < hi) {
         const std::int64_t mid = lo + (hi - lo) / 2;
-        if (items_per_head(mid * page) <= slots_per_head) hi = mid;
+        if (items_per_head(mid * unit) <= slots_per_head) hi = mid;
         else lo = mid + 1;
       }
-      const std::int64_t share = std::min(lo, hi) * page;
+      const std::int64_t share = std::min(lo, hi) * unit;
       for (std::int32_t w = in.max_item_warps; w >= 2; w /= 2) {
         const std::int64_t c = share * w >= max_eff ? kNoSplit : share * w;
         if (items_per_head(c) * w <= slots_per_head && (c == kNoSplit || c >= in.min_chunk_tokens)) {

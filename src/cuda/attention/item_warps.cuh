@@ -20,6 +20,10 @@
 
 namespace kvinfer::cuda {
 
+// The most warps of one item's CTA: one CTA of 8 such warps fills an SM's register
+// file as 8 one-warp CTAs of the tile do.
+inline constexpr int kMaxItemWarps = 8;
+
 // A warp's state in its scratch: kStateRows rows of DVO floats (O normalised by its
 // row sum and v_scale), then their base-2 LSEs.
 constexpr int kStateRows = 16;
@@ -70,7 +74,7 @@ __device__ __forceinline__ void merge_item_warps(const AttentionKernelParams& p,
                                                  RowOf row_of) {
   static_assert(sizeof(TO) == 2, "16-bit output (4 elements per 8-byte store)");
   static_assert(DVO % 4 == 0);
-  constexpr int kMaxWarps = 8;
+  constexpr int kMaxWarps = kMaxItemWarps;
   constexpr int kQuads = DVO / 4;
   __syncthreads();
   const int warps = min(int(blockDim.x) / 32, kMaxWarps);

@@ -22,13 +22,22 @@ namespace kvinfer::cuda {
 // tiles) holds a GQA group's query rows of one token: many small CTAs per SM keep
 // enough KV in flight for a memory-bound problem; with fp8 KV it converts K and V in
 // registers (decode_tile_fp8.cuh).
+//
+// Item warps (item_warps.cuh): the 16-bit decode tile (head_dim_vo <= 128, where the
+// selector uses it) has a second instance whose CTA runs one item on several warps;
+// `item_warps` asks for it.
+template <class TKV, int DVO>
+inline constexpr bool kHasItemWarps = sizeof(TKV) == 2 && DVO <= 128;
 template <class TQ, class TKV, class TO, int DQK, int DVO, class F>
-void with_prefill_kernel(int q_tile_rows, bool general, F&& f) {
+void with_prefill_kernel(int q_tile_rows, bool general, bool item_warps, F&& f) {
   if (general) {
     f(PrefillKernel<TQ, TKV, TO, DQK, DVO, 4, 1, true>{});
   } else if (q_tile_rows == 16) {
     if constexpr (kHasFp8DecodeTile<TQ, TKV, DQK, DVO>) {
       return f(DecodeFp8Kernel<TQ, TKV, TO, DQK>{});
+    }
+    if constexpr (kHasItemWarps<TKV, DVO>) {
+      if (item_warps) return f(PrefillKernel<TQ, TKV, TO, DQK, DVO, 1, 1, false, true>{});
     }
     f(PrefillKernel<TQ, TKV, TO, DQK, DVO, 1, 1, false>{});
   } else if (q_tile_rows == 128) {
@@ -84,14 +93,15 @@ void launch_prefill(const AttentionKernelParams& p, int q_tile_rows, std::int64_
   if (kHasFp8DecodeTile<TQ, TKV, DQK, DVO> && q_tile_rows == 16 && !general && p.rope) {
     throw Error("attention", "kernel", "fp8 decode tile with RoPE", "not supported by this tile (a selector bug)");
   }
-  with_prefill_kernel<TQ, TKV, TO, DQK, DVO>(q_tile_rows, general, [&](auto k) { launch(k, p, grid, stream); });
+  with_prefill_kernel<TQ, TKV, TO, DQK, DVO>(q_tile_rows, general, p.item_warps > 1,
+                                             [&](auto k) { launch(k, p, grid, stream); });
 }
 
 // Resident CTAs per multiprocessor for a q tile (the planner's budget).
 template <class TQ, class TKV, class TO, int DQK, int DVO>
 int prefill_occupancy(int q_tile_rows) {
   int blocks = 0;
-  with_prefill_kernel<TQ, TKV, TO, DQK, DVO>(q_tile_rows, false, [&](auto k) { blocks = occupancy(k); });
+  with_prefill_kernel<TQ, TKV, TO, DQK, DVO>(q_tile_rows, false, false, [&](auto k) { blocks = occupancy(k); });
   return blocks;
 }
 
@@ -99,7 +109,7 @@ int prefill_occupancy(int q_tile_rows) {
 template <class TQ, class TKV, class TO, int DQK, int DVO>
 int prefill_max_item_warps(int q_tile_rows) {
   int warps = 1;
-  with_prefill_kernel<TQ, TKV, TO, DQK, DVO>(q_tile_rows, false, [&](auto k) { warps = max_item_warps(k); });
+  with_prefill_kernel<TQ, TKV, TO, DQK, DVO>(q_tile_rows, false, true, [&](auto k) { warps = max_item_warps(k); });
   return warps;
 }
 
