@@ -16,6 +16,7 @@
 
 #include "cuda/attention/attention_kernel_params.cuh"
 #include "cuda/attention/math.cuh"
+#include "cuda/check.cuh"
 #include "cuda/common/convert.cuh"
 
 namespace kvinfer::cuda {
@@ -23,6 +24,17 @@ namespace kvinfer::cuda {
 // The most warps of one item's CTA: one CTA of 8 such warps fills an SM's register
 // file as 8 one-warp CTAs of the tile do.
 inline constexpr int kMaxItemWarps = 8;
+
+// Host: the most item warps (a power of two, at most kMaxItemWarps) whose tiles of
+// tile_bytes of shared memory each one CTA may hold on the current device.
+inline int item_warps_fitting(int tile_bytes) {
+  int device = 0, optin = 0;
+  KVINFER_CUDA_CHECK(cudaGetDevice(&device));
+  KVINFER_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  int w = kMaxItemWarps;
+  while (w > 1 && w * tile_bytes > optin) w /= 2;
+  return w;
+}
 
 // A warp's state in its scratch: kStateRows rows of DVO floats (O normalised by its
 // row sum and v_scale), then their base-2 LSEs.

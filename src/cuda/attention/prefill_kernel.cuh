@@ -814,18 +814,7 @@ struct PrefillKernel {
   // or what the current device's shared memory per CTA allows.
   static constexpr bool kItemWarps = kItemWarps_;
   static constexpr int kTileSmem = PrefillSmem<TKV, DQK, DVO, kWarps, kMmaM>::kTileBytes;
-  static int max_item_warps() {
-    if constexpr (!kItemWarps) {
-      return 1;
-    } else {
-      int device = 0, optin = 0;
-      KVINFER_CUDA_CHECK(cudaGetDevice(&device));
-      KVINFER_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-      int w = kMaxItemWarps;
-      while (w > 1 && w * kTileSmem > optin) w /= 2;
-      return w;
-    }
-  }
+  static int max_item_warps() { return kItemWarps ? item_warps_fitting(kTileSmem) : 1; }
   // Dynamic shared memory above 48 KiB must be allowed per kernel (per device): one
   // tile's, or the most item warps'.
   static void prepare() {

@@ -23,9 +23,9 @@ namespace kvinfer::cuda {
 // enough KV in flight for a memory-bound problem; with fp8 KV it converts K and V in
 // registers (decode_tile_fp8.cuh).
 //
-// Item warps (item_warps.cuh): the 16-bit decode tile (head_dim_vo <= 128, where the
-// selector uses it) has a second instance whose CTA runs one item on several warps;
-// `item_warps` asks for it.
+// Item warps (item_warps.cuh): the decode tiles (the fp8 one, and the 16-bit one at
+// head_dim_vo <= 128, where the selector uses it) have a second instance whose CTA
+// runs one item on several warps; `item_warps` asks for it.
 template <class TKV, int DVO>
 inline constexpr bool kHasItemWarps = sizeof(TKV) == 2 && DVO <= 128;
 template <class TQ, class TKV, class TO, int DQK, int DVO, class F>
@@ -34,6 +34,7 @@ void with_prefill_kernel(int q_tile_rows, bool general, bool item_warps, F&& f) 
     f(PrefillKernel<TQ, TKV, TO, DQK, DVO, 4, 1, true>{});
   } else if (q_tile_rows == 16) {
     if constexpr (kHasFp8DecodeTile<TQ, TKV, DQK, DVO>) {
+      if (item_warps) return f(DecodeFp8Kernel<TQ, TKV, TO, DQK, true>{});
       return f(DecodeFp8Kernel<TQ, TKV, TO, DQK>{});
     }
     if constexpr (kHasItemWarps<TKV, DVO>) {
