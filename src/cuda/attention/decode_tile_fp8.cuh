@@ -98,6 +98,27 @@ __device__ __forceinline__ void copy_fp8_tile(unsigned stage, const KeyLocator& 
   constexpr int kRowsPerStep = 32 / kUnitsPerRow;
   static_assert(kKeys % kRowsPerStep == 0);
   const int unit = lane % kUnitsPerRow;
+  // The tile's rows on one page (its first slot leaves room for kKeys rows): one page
+  // id and one address per tensor, then the rows' strides (as copy_key_rows does).
+  if constexpr (kPaged) {
+    std::uint32_t slot0;
+    locate.page_size.divmod(std::uint32_t(key0), &slot0);
+    if (slot0 + kKeys <= locate.page_size.divisor) {
+      const KeySlot first{__shfl_sync(0xffffffffu, ahead.lane_page, 0), std::int64_t(slot0)};
+      const int r0 = lane / kUnitsPerRow;
+      const char* k_src = k_row(first) + r0 * k_row.stride_token + unit * kUnit;
+      const char* v_src = v_row(first) + r0 * v_row.stride_token + unit * kUnit;
+#pragma unroll
+      for (int step = 0; step < kKeys / kRowsPerStep; ++step) {
+        const int row = step * kRowsPerStep + r0;
+        const bool ok = row < valid;
+        const unsigned dst = stage + unsigned(raw_offset<D>(row, unit * kUnit));
+        ptx::cp_async_or_zero<kUnit>(dst, k_src + step * kRowsPerStep * k_row.stride_token, ok);
+        ptx::cp_async_or_zero<kUnit>(dst + unsigned(kKeys * D), v_src + step * kRowsPerStep * v_row.stride_token, ok);
+      }
+      return;
+    }
+  }
 #pragma unroll
   for (int step = 0; step < kKeys / kRowsPerStep; ++step) {
     const int row = step * kRowsPerStep + lane / kUnitsPerRow;

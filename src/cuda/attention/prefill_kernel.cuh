@@ -231,6 +231,34 @@ __device__ __forceinline__ void copy_key_rows(unsigned char* tile, unsigned char
   // swizzled unit is the same in every row, so destinations are one base plus
   // immediates (nothing for the compiler to keep per row).
   constexpr bool kFixedUnit = kThreads % kUnits == 0 && (kThreads / kUnits) % 8 == 0;
+  // A one-warp tile whose rows all lie on one page (its first slot leaves room for
+  // kKeys rows: pages of a multiple of kKeys keys and tiles that start on a page
+  // boundary, as in decode): one page id and one address per tensor for the tile, then
+  // the rows' strides, instead of a page id by shuffle, a division and 64-bit products
+  // for every row (a third of the decode tile's instructions per tile otherwise).
+  if constexpr (kPaged && kThreads == 32 && kThreads % kUnits == 0) {  // whole rows per copy step
+    std::uint32_t slot0;
+    locate.page_size.divmod(std::uint32_t(key0), &slot0);
+    if (slot0 + kKeys <= locate.page_size.divisor) {
+      const KeySlot first{__shfl_sync(0xffffffffu, ahead->lane_page, 0), std::int64_t(slot0)};
+      const int r0 = tile_thread<kItemWarps>() / kUnits, c = tile_thread<kItemWarps>() % kUnits;
+      constexpr int kRowsPerStep = kThreads / kUnits;
+      const char* k_src = key_row(first) + r0 * key_row.stride_token + c * kUnitBytes;
+      const char* v_src = kAlsoV ? v_row(first) + r0 * v_row.stride_token + c * kUnitBytes : nullptr;
+#pragma unroll
+      for (int it = 0; it < kKeys / kRowsPerStep; ++it) {
+        const int row = it * kRowsPerStep + r0;
+        const bool ok = row < valid;
+        const int offset = kFixedUnit ? Lay::offset(r0, c) + it * kRowsPerStep * Lay::kRowBytes : Lay::offset(row, c);
+        const auto dst = [&](unsigned char* t) { return kRaw ? t + row * D + c * 8 : t + offset; };
+        ptx::cp_async_or_zero<kUnitBytes>(dst(tile), k_src + it * kRowsPerStep * key_row.stride_token, ok);
+        if constexpr (kAlsoV) {
+          ptx::cp_async_or_zero<kUnitBytes>(dst(v_tile), v_src + it * kRowsPerStep * v_row.stride_token, ok);
+        }
+      }
+      return;
+    }
+  }
 #pragma unroll
   for (int it = 0; it < kKeys * kUnits / kThreads; ++it) {
     const int idx = it * kThreads + tile_thread<kItemWarps>();
