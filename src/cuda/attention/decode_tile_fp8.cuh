@@ -169,6 +169,21 @@ __device__ __forceinline__ float q_fragments_to_half(std::uint32_t (&qf)[kSteps]
 
 // kItemWarps: the instance whose CTA runs one item on blockDim.x / 32 warps, each this
 // tile over its share of the keys in its own shared memory (item_warps.cuh).
+// Row g + 8 h of the tile's O in the accumulator layout of the epilogue (this lane's
+// dims [2 t4 C, 2 t4 C + 2 C): o[c][2 h] dim 2 t4 C + c, o[c][2 h + 1] dim 2 t4 C + C
+// + c), times norm, as floats from dst (the row's dim 2 t4 C).
+template <int C>
+__device__ __forceinline__ void store_row_f32(float* dst, const float (&o)[1][C][4], int h, float norm) {
+#pragma unroll
+  for (int half = 0; half < 2; ++half)
+#pragma unroll
+    for (int c = 0; c < C; c += 4) {
+      const int e = 2 * h + half;
+      *reinterpret_cast<float4*>(dst + half * C + c) =
+          make_float4(o[0][c][e] * norm, o[0][c + 1][e] * norm, o[0][c + 2][e] * norm, o[0][c + 3][e] * norm);
+    }
+}
+
 template <class TQ, class TKV, class TO, int D, bool kItemWarps>
 __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWarps ? 1 : 8)
     decode_fp8_kernel(const __grid_constant__ AttentionKernelParams p) {
@@ -365,15 +380,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
     for (int h = 0; h < 2; ++h) {
       const float sum = quad_sum(row_sum[0][h]);
       const float norm = sum > 0.0f ? p.v_scale / sum : 0.0f;
-      float* so = warp_state_o<D>(scratch, g + 8 * h) + 2 * t4 * C;
-#pragma unroll
-      for (int half = 0; half < 2; ++half)
-#pragma unroll
-        for (int c = 0; c < C; c += 4) {
-          const int e = 2 * h + half;
-          *reinterpret_cast<float4*>(so + half * C + c) =
-              make_float4(o[0][c][e] * norm, o[0][c + 1][e] * norm, o[0][c + 2][e] * norm, o[0][c + 3][e] * norm);
-        }
+      store_row_f32<C>(warp_state_o<D>(scratch, g + 8 * h) + 2 * t4 * C, o, h, norm);
       if (t4 == 0) warp_state_lse<D>(scratch)[g + 8 * h] = sum > 0.0f ? row_max[0][h] * sc + __log2f(sum) : -INFINITY;
     }
     merge_item_warps<TO, D>(
@@ -392,15 +399,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
     const float lse = sum > 0.0f ? row_max[0][h] * sc + __log2f(sum) : -INFINITY;
     if (split) {
       const std::int64_t prow = r.partial_begin + std::int64_t(item.chunk) * r.qo_len + tk;
-      float* po = p.partial_o + (prow * p.num_qo_heads + head) * D + 2 * t4 * C;
-#pragma unroll
-      for (int half = 0; half < 2; ++half)
-#pragma unroll
-        for (int c = 0; c < C; c += 4) {
-          const int e = 2 * h + half;
-          *reinterpret_cast<float4*>(po + half * C + c) =
-              make_float4(o[0][c][e] * norm, o[0][c + 1][e] * norm, o[0][c + 2][e] * norm, o[0][c + 3][e] * norm);
-        }
+      store_row_f32<C>(p.partial_o + (prow * p.num_qo_heads + head) * D + 2 * t4 * C, o, h, norm);
       if (t4 == 0) p.partial_lse[prow * p.num_qo_heads + head] = lse;
     } else {
       const std::int64_t orow = r.qo_begin + tk;
