@@ -69,6 +69,7 @@ struct AttentionParams {
   std::int64_t max_merge_tokens = 0;
   std::int32_t max_chunks = 1;           // the most chunks of one request (this plan's)
   bool fixed_split = false;              // a fixed split size: results independent of the rest of the batch
+  std::int32_t item_warps = 1;           // warps that share each item's keys (Schedule::item_warps)
   Stream stream = nullptr;
 };
 

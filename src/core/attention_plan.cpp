@@ -149,6 +149,10 @@ Schedule AttentionPlan::make_plan_schedule(const PlanRequest& req, const Attenti
     // on the H200 (fp8 KV 0.96-0.98; docs/performance.md, session 6).
     const std::int64_t min_keys = traits.q_tile_rows <= 16 ? 512 : 8 * std::int64_t(traits.q_tile_rows);
     in.min_chunk_tokens = std::max<std::int64_t>(in.min_chunk_tokens, min_keys);
+    // The decode tile's CTA can run one item on several warps (merged in the CTA):
+    // then a warp's share may be as small as 256 keys, as the chunks of items merge
+    // in far fewer partial states.
+    in.max_item_warps = traits.max_item_warps;
   }
 #endif
   in.fixed_split_size = req.split.fixed_split_size;
@@ -306,6 +310,7 @@ void AttentionPlan::run(std::string_view op, const TensorView& q, const TensorVi
   p.q_tile_rows = schedule_.q_tile_rows;
   p.max_chunks = schedule_.max_chunks;
   p.fixed_split = schedule_.fixed_split;
+  p.item_warps = schedule_.item_warps;
   p.stream = options.stream;
   if (device_.is_cpu()) {
     cpu::run_attention(p);

@@ -11,7 +11,8 @@ namespace kvinfer::cuda {
 // What the planner needs to know of the kernel that will run a problem.
 struct KernelTraits {
   std::int32_t q_tile_rows;           // packed query rows per work item
-  int work_items_per_processor;       // resident CTAs per SM
+  int work_items_per_processor;       // resident CTAs per SM (of one warp, for item warps)
+  int max_item_warps;                 // warps one item's CTA may run (1: the kernel has no item warps)
 };
 
 // Selects the kernel for `problem` on `device`; throws kvinfer::Error naming the

@@ -97,13 +97,13 @@ Schedule make_schedule(const ScheduleInput& in, const DeviceProfile& profile) {
   // chunk is smaller than min_chunk_tokens, below which merges cost more than they
   // balance.
   constexpr std::int64_t kNoSplit = std::numeric_limits<std::int32_t>::max();
+  const std::int64_t unit = page <= in.min_chunk_tokens ? page : kLargePageStep;
   std::int64_t chunk = kNoSplit;
   if (in.disable_split_kv) {
     chunk = kNoSplit;
   } else if (in.fixed_split_size > 0) {
     chunk = ceil_div(in.fixed_split_size, page) * page;
   } else if (max_eff > 0) {
-    const std::int64_t unit = page <= in.min_chunk_tokens ? page : kLargePageStep;
     const std::int64_t slots_per_head = std::max<std::int64_t>(1, budget / in.num_kv_heads);
     const std::int64_t target = std::max<std::int64_t>(1, in.split_waves) * slots_per_head;
     std::int64_t work = 0;  // keys x tiles per KV head
@@ -134,6 +134,46 @@ Schedule make_schedule(const ScheduleInput& in, const DeviceProfile& profile) {
   }
   if (chunk >= max_eff) chunk = kNoSplit;
 
+  // Item warps (automatic split of similar lengths only: a fixed split size must not
+  // depend on the batch, a fixed capacity keeps one launch shape for every re-plan,
+  // and skewed lengths would give the short requests' items idle warps). A warp's
+  // share of the keys is chosen as the chunk above is, counting warps: then W of
+  // them form an item of W shares, the most that still fit the slots with W warps per
+  // item. The merges shrink by W (none at all where an item covers a request).
+  std::int32_t item_warps = 1;
+  if (in.max_item_warps > 1 && !in.disable_split_kv && in.fixed_split_size <= 0 && !in.capacity && max_eff > 0) {
+    std::int64_t work = 0, tiles_total = 0;
+    for (std::int64_t b = 0; b < batch; ++b) {
+      work += tiles[b] * eff_lens[b];
+      tiles_total += tiles[b];
+    }
+    const bool skewed = max_eff > 2 * ceil_div(work, std::max<std::int64_t>(1, tiles_total));
+    const std::int64_t slots_per_head = std::max<std::int64_t>(1, budget / in.num_kv_heads);
+    const auto items_per_head = [&](std::int64_t c) {
+      std::int64_t n = 0;
+      for (std::int64_t b = 0; b < batch; ++b) n += tiles[b] * std::max<std::int64_t>(1, ceil_div(eff_lens[b], c));
+      return n;
+    };
+    // The smallest share (whole pages, at least min_warp_tokens) whose warps fit the slots.
+    std::int64_t lo = ceil_div(in.min_warp_tokens, unit), hi = ceil_div(max_eff, unit);
+    if (!skewed && items_per_head(hi * unit) <= slots_per_head) {
+      while (lo < hi) {
+        const std::int64_t mid = lo + (hi - lo) / 2;
+        if (items_per_head(mid * unit) <= slots_per_head) hi = mid;
+        else lo = mid + 1;
+      }
+      const std::int64_t share = std::min(lo, hi) * unit;
+      for (std::int32_t w = in.max_item_warps; w >= 2; w /= 2) {
+        const std::int64_t c = share * w >= max_eff ? kNoSplit : share * w;
+        if (items_per_head(c) * w <= slots_per_head && (c == kNoSplit || c >= in.min_chunk_tokens)) {
+          item_warps = w;
+          chunk = c;
+          break;
+        }
+      }
+    }
+  }
+
   // Requests, partial-state rows and merge tokens.
   s.requests.resize(batch);
   std::int64_t qo_begin = 0, partial_rows = 0;
@@ -157,6 +197,7 @@ Schedule make_schedule(const ScheduleInput& in, const DeviceProfile& profile) {
     qo_begin += r.qo_len;
   }
   s.kv_chunk_tokens = any_split ? chunk : 0;
+  s.item_warps = item_warps;
   s.fixed_split = !in.disable_split_kv && in.fixed_split_size > 0;
   s.partial_rows = partial_rows;
 

@@ -51,6 +51,12 @@ struct ScheduleInput {
   std::int64_t fixed_split_size = -1;
   bool disable_split_kv = false;
   std::int64_t min_chunk_tokens = 256;  // splitting finer costs more in merges than it gains
+  // Item warps: a kernel whose CTA may run an item's keys on up to this many warps,
+  // each a slot's worth of work, merged in the CTA (the GPU's decode tile). The
+  // automatic split then counts warps rather than items against the slots, and no
+  // warp takes fewer than min_warp_tokens keys.
+  std::int32_t max_item_warps = 1;
+  std::int64_t min_warp_tokens = 256;
   // How many times over the automatic split may fill the processors' slots where
   // the requests are of similar length: a GPU runs one wave of items at the full
   // rate (more only adds merges and a thin last wave); a CPU's thread pool balances
@@ -94,6 +100,7 @@ struct Schedule {
   std::vector<MergeToken> merge_tokens;  // rows whose request has num_chunks > 1
   std::int64_t partial_rows = 0;
   std::int32_t max_chunks = 1;  // the most chunks of one request (sizes the merge's CTAs)
+  std::int32_t item_warps = 1;  // warps that share each item's keys (ScheduleInput::max_item_warps)
   bool fixed_split = false;     // chunks of fixed_split_size: a request's split is its own, not the batch's
   // Capacity of the arrays (>= the sizes above; equal to them without a fixed capacity).
   std::int64_t max_batch = 0;

@@ -111,6 +111,50 @@ std::vector<AttentionCase> decode_cases() {
     c.seed = 71 + d;
     cases.push_back(c);
   }
+  // Item warps (the decode tile's CTA runs an item on several warps and merges them):
+  // similar lengths on an H200 (132 warp slots per KV head) give 16 requests of ~3k
+  // keys 8 warps each and no split; the shortest request leaves warps without keys,
+  // the empty one every warp. One 20k request at head_dim 64 (HND, pages of 5, fp16)
+  // gets 8 warps per item and chunks merged after; with a window, and with several
+  // query tokens per request under the causal mask (the decode tile of a speculative
+  // verification step, 4 tokens of a group of 4). The fp8 tile's item warps: e4m3 over
+  // the 16 requests, e5m2 with fp16 q at head_dim 64 over the 20k request.
+  for (int v = 0; v < 6; ++v) {
+    AttentionCase c = longest;
+    c.name = std::array{"item_warps_whole",         "item_warps_split_d64_hnd", "item_warps_window",
+                        "item_warps_causal_verify", "item_warps_fp8_whole",     "item_warps_fp8_split_d64"}[v];
+    c.with_lse = true;
+    c.seed = 81 + v;
+    if (v == 0 || v == 3 || v == 4) {
+      c.kv_lens = {3000, 2990, 2500, 100, 2800, 0, 3000, 2047, 2999, 2600, 3000, 1900, 2950, 2700, 3000, 2222};
+    }
+    if (v >= 4) {
+      c.kv_dtype = v == 4 ? DType::kE4M3 : DType::kE5M2;
+      c.k_scale = 0.75f;
+      c.v_scale = 1.25f;
+    }
+    if (v == 1 || v == 5) {
+      c.head_dim_qk = c.head_dim_vo = 64;
+      c.q_dtype = c.o_dtype = DType::kF16;
+      if (v == 1) c.kv_dtype = DType::kF16;
+      c.layout = KVLayout::kHND;
+      c.page_size = 5;
+      c.combined_cache = false;
+    }
+    if (v == 2) {
+      c.kv_lens = {20000, 19000};
+      c.options.window_left = 5000;
+    }
+    if (v == 3) {
+      c.wrapper = Wrapper::kPagedPrefill;
+      c.options.mask_mode = MaskMode::kCausal;
+      c.qo_lens.assign(c.kv_lens.size(), 4);
+      c.kv_lens[5] = 4;  // every query row sees a key of its own
+    } else {
+      c.qo_lens.assign(c.kv_lens.size(), 1);
+    }
+    cases.push_back(c);
+  }
   return cases;
 }
 

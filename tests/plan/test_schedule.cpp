@@ -44,6 +44,7 @@ Inputs random_inputs(std::mt19937_64& rng) {
   if (rng() % 3 == 0) x.in.fixed_split_size = 1 + std::int64_t(rng() % 500);
   x.in.disable_split_kv = rng() % 7 == 0;
   x.in.split_waves = rng() % 2 == 0 ? 1 : 4;
+  x.in.max_item_warps = std::array{1, 2, 8}[rng() % 3];
   return x;
 }
 
@@ -218,6 +219,59 @@ TEST(Schedule, MemoryBoundTilesSplitIntoOneWave) {
   const Schedule m = plan(mixed);
   EXPECT_GT(m.requests[0].num_chunks, 1);
   for (std::size_t b = 1; b < mixed.size(); ++b) EXPECT_EQ(m.requests[b].num_chunks, 1);
+}
+
+TEST(Schedule, ItemWarpsTakeTheSplitIntoTheCta) {
+  // The decode tile on an H200 (132 SMs, 8 resident one-warp CTAs), with CTAs of up
+  // to 8 item warps: 132 warp slots per KV head.
+  const DeviceProfile gpu{132, 8};
+  const std::int64_t heads = 8, slots_per_head = gpu.concurrent_items() / heads;
+  ScheduleInput in{.num_qo_heads = 32, .num_kv_heads = heads, .page_size = 16, .q_tile_rows = 16,
+                   .min_chunk_tokens = 512, .max_item_warps = 8, .min_warp_tokens = 256, .split_waves = 1};
+  const auto plan = [&](const std::vector<std::int32_t>& kv) {
+    const std::vector<std::int32_t> qo(kv.size(), 1);
+    in.qo_lens = qo;
+    in.kv_lens = kv;
+    const Schedule s = make_schedule(in, gpu);
+    if (s.item_warps > 1) EXPECT_LE(std::int64_t(s.items.size()) * s.item_warps, slots_per_head * heads);  // one wave
+    return s;
+  };
+  // One 32k request: warps of 256 keys (1024 in all, one wave), 8 per item, so 16
+  // chunks to merge instead of 64 chunks of 512 keys.
+  Schedule s = plan({32768});
+  EXPECT_EQ(s.item_warps, 8);
+  EXPECT_EQ(s.kv_chunk_tokens, 2048);
+  EXPECT_EQ(s.requests[0].num_chunks, 16);
+  // 16 x 8k: 8 warps of 1k keys per request and head, nothing left to merge.
+  s = plan(std::vector<std::int32_t>(16, 8192));
+  EXPECT_EQ(s.item_warps, 8);
+  EXPECT_EQ(s.kv_chunk_tokens, 0);
+  // 64 x 4k and 64 x 16k: 2 warps per item, no split.
+  for (std::int32_t len : {4096, 16384}) {
+    s = plan(std::vector<std::int32_t>(64, len));
+    EXPECT_EQ(s.item_warps, 2) << len;
+    EXPECT_EQ(s.kv_chunk_tokens, 0) << len;
+  }
+  // 128 x 2k fills the slots with one warp per item; 256 x 1k more than fills them.
+  for (auto [batch, len] : {std::pair{128, 2048}, {256, 1024}}) {
+    s = plan(std::vector<std::int32_t>(std::size_t(batch), len));
+    EXPECT_EQ(s.item_warps, 1) << batch;
+    EXPECT_EQ(s.kv_chunk_tokens, 0) << batch;
+  }
+  // Skewed lengths keep one warp per item (the short requests' items would idle warps).
+  std::vector<std::int32_t> skew(64, 1);
+  skew[0] = 64 * 4096 - 63;
+  EXPECT_EQ(plan(skew).item_warps, 1);
+  // A fixed split size (batch-invariant results), no split at all, and a fixed
+  // capacity (one launch shape for every re-plan) keep one warp per item.
+  in.fixed_split_size = 1024;
+  EXPECT_EQ(plan({32768}).item_warps, 1);
+  in.fixed_split_size = -1;
+  in.disable_split_kv = true;
+  EXPECT_EQ(plan({32768}).item_warps, 1);
+  in.disable_split_kv = false;
+  in.capacity = ScheduleInput::Capacity{.max_batch = 4, .max_qo_tokens = 4, .max_kv_tokens = 65536, .max_qo_len = 1};
+  EXPECT_EQ(plan({32768}).item_warps, 1);
 }
 
 TEST(Schedule, FixedSplitDependsOnlyOnTheRequest) {

@@ -32,6 +32,9 @@ struct AttentionKernelParams {
   const std::int32_t* counts;  // num_items, num_merge_tokens, batch_size, nnz_q
   float* partial_o;            // [partial rows, Hq, Dvo]
   float* partial_lse;          // [partial rows, Hq]
+  // The one-warp (decode) tile: warps of its CTA that share each item's keys and
+  // merge their states in the CTA (item_warps.cuh); 1 for every other kernel.
+  std::int32_t item_warps;
 
   std::int32_t num_qo_heads;
   std::int32_t group_size;

@@ -48,6 +48,7 @@ struct DecodeFp8Shape {
   static constexpr int q = 0;
   static constexpr int kv = q + kRows * D * 2;
   static constexpr int bytes = kv + kStages * kStageBytes;
+  static constexpr int kTileBytes = (bytes + 127) / 128 * 128;  // one item warp's share of a CTA's
 };
 
 // Byte offset of byte b of row `row` in a raw tile of D-byte rows. 16-byte units are
@@ -90,12 +91,34 @@ __device__ __forceinline__ void fp8x4_to_half2x2(std::uint32_t x, std::uint32_t&
 // K's) at raw_offset.
 template <int D, int kKeys, bool kPaged, int kUnit>
 __device__ __forceinline__ void copy_fp8_tile(unsigned stage, const KeyLocator& locate, const KeyRow& k_row,
-                                              const KeyRow& v_row, int key0, int valid, const PagesAhead<kKeys>& ahead) {
+                                              const KeyRow& v_row, int key0, int valid, const PagesAhead<kKeys>& ahead,
+                                              int lane) {
   constexpr int kUnitsPerRow = D / kUnit;
   static_assert(D <= 128 && 32 % kUnitsPerRow == 0, "whole rows of at most one 128-byte line per instruction");
   constexpr int kRowsPerStep = 32 / kUnitsPerRow;
   static_assert(kKeys % kRowsPerStep == 0);
-  const int lane = int(threadIdx.x), unit = lane % kUnitsPerRow;
+  const int unit = lane % kUnitsPerRow;
+  // The tile's rows on one page (its first slot leaves room for kKeys rows): one page
+  // id and one address per tensor, then the rows' strides (as copy_key_rows does).
+  if constexpr (kPaged) {
+    std::uint32_t slot0;
+    locate.page_size.divmod(std::uint32_t(key0), &slot0);
+    if (slot0 + kKeys <= locate.page_size.divisor) {
+      const KeySlot first{__shfl_sync(0xffffffffu, ahead.lane_page, 0), std::int64_t(slot0)};
+      const int r0 = lane / kUnitsPerRow;
+      const char* k_src = k_row(first) + r0 * k_row.stride_token + unit * kUnit;
+      const char* v_src = v_row(first) + r0 * v_row.stride_token + unit * kUnit;
+#pragma unroll
+      for (int step = 0; step < kKeys / kRowsPerStep; ++step) {
+        const int row = step * kRowsPerStep + r0;
+        const bool ok = row < valid;
+        const unsigned dst = stage + unsigned(raw_offset<D>(row, unit * kUnit));
+        ptx::cp_async_or_zero<kUnit>(dst, k_src + step * kRowsPerStep * k_row.stride_token, ok);
+        ptx::cp_async_or_zero<kUnit>(dst + unsigned(kKeys * D), v_src + step * kRowsPerStep * v_row.stride_token, ok);
+      }
+      return;
+    }
+  }
 #pragma unroll
   for (int step = 0; step < kKeys / kRowsPerStep; ++step) {
     const int row = step * kRowsPerStep + lane / kUnitsPerRow;
@@ -144,27 +167,48 @@ __device__ __forceinline__ float q_fragments_to_half(std::uint32_t (&qf)[kSteps]
   }
 }
 
-template <class TQ, class TKV, class TO, int D>
-__global__ void __launch_bounds__(32, 8) decode_fp8_kernel(const __grid_constant__ AttentionKernelParams p) {
+// kItemWarps: the instance whose CTA runs one item on blockDim.x / 32 warps, each this
+// tile over its share of the keys in its own shared memory (item_warps.cuh).
+// Row g + 8 h of the tile's O in the accumulator layout of the epilogue (this lane's
+// dims [2 t4 C, 2 t4 C + 2 C): o[c][2 h] dim 2 t4 C + c, o[c][2 h + 1] dim 2 t4 C + C
+// + c), times norm, as floats from dst (the row's dim 2 t4 C).
+template <int C>
+__device__ __forceinline__ void store_row_f32(float* dst, const float (&o)[1][C][4], int h, float norm) {
+#pragma unroll
+  for (int half = 0; half < 2; ++half)
+#pragma unroll
+    for (int c = 0; c < C; c += 4) {
+      const int e = 2 * h + half;
+      *reinterpret_cast<float4*>(dst + half * C + c) =
+          make_float4(o[0][c][e] * norm, o[0][c + 1][e] * norm, o[0][c + 2][e] * norm, o[0][c + 3][e] * norm);
+    }
+}
+
+template <class TQ, class TKV, class TO, int D, bool kItemWarps>
+__global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWarps ? 1 : 8)
+    decode_fp8_kernel(const __grid_constant__ AttentionKernelParams p) {
   using S = DecodeFp8Shape<D>;
   constexpr int kKeys = S::kKeys, kStages = S::kStages, C = S::kVoFrags;
-  extern __shared__ __align__(128) unsigned char smem[];
+  extern __shared__ __align__(128) unsigned char smem_cta[];
   const int num_items = p.counts[0];
   if (int(blockIdx.x) >= num_items) return;  // grid sized for the capacity
   const detail::WorkItem item = p.items[num_items - 1 - int(blockIdx.x)];
   const detail::RequestInfo r = p.requests[item.request];
-  const int lane = int(threadIdx.x), g = lane / 4, t4 = lane % 4;
+  const int lane = kItemWarps ? int(threadIdx.x) % 32 : int(threadIdx.x), g = lane / 4, t4 = lane % 4;
+  unsigned char* smem = kItemWarps ? smem_cta + int(threadIdx.x) / 32 * S::kTileBytes : smem_cta;
   const int rows = item.row_end - item.row_begin;
   const int group = p.group_size;
 
-  const ItemKeys keys = item_keys(p, item, r, nullptr);
+  ItemKeys keys = item_keys(p, item, r, nullptr);
+  if constexpr (kItemWarps) keys.keep_warp_share(int(threadIdx.x) / 32, int(blockDim.x) / 32, kKeys);
   const detail::RequestMask& mask = keys.mask;
   const int key_begin = keys.key_begin, key_end = keys.key_end;
   const int num_tiles = keys.num_tiles(kKeys);
 
   if ((static_cast<unsigned>(__cvta_generic_to_shared(smem)) & 127u) != 0) __trap();
   unsigned char* sq = smem + S::q;
-  load_tile16<32, S::kRows, D>(sq, [&](int i) { return packed_q_row(p, item, r, group, i); }, rows);
+  load_tile16<32, S::kRows, D, SwizzledRows, kItemWarps>(sq, [&](int i) { return packed_q_row(p, item, r, group, i); },
+                                                         rows);
   ptx::cp_async_commit();
 
   const KeyLocator locate{p.kv_indices ? p.kv_indices + r.kv_begin : nullptr, p.page_size};
@@ -187,7 +231,7 @@ __global__ void __launch_bounds__(32, 8) decode_fp8_kernel(const __grid_constant
     const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(stage_of(t)));
     const auto copy = [&](auto paged, auto unit) {
       copy_fp8_tile<D, kKeys, decltype(paged)::value, decltype(unit)::value>(dst, locate, k_row, v_row, key0,
-                                                                              key_end - key0, ahead);
+                                                                              key_end - key0, ahead, lane);
     };
     if (locate.pages != nullptr) {
       wide ? copy(std::true_type{}, std::integral_constant<int, 16>{}) : copy(std::true_type{}, std::integral_constant<int, 8>{});
@@ -207,7 +251,7 @@ __global__ void __launch_bounds__(32, 8) decode_fp8_kernel(const __grid_constant
   }
   if (kStages - 1 < num_tiles) ahead.fetch(locate, key_begin + (kStages - 1) * kKeys, key_end);
   ptx::cp_async_wait_group<kStages - 1>();  // Q
-  __syncthreads();
+  tile_sync<kItemWarps>();
 
   // Q fragments for every k-step, in the permuted dims (see the top of the file).
   std::uint32_t qf[S::kQkSteps][4];
@@ -255,7 +299,7 @@ __global__ void __launch_bounds__(32, 8) decode_fp8_kernel(const __grid_constant
     if (t + kStages < num_tiles) ahead.fetch(locate, key0 + kStages * kKeys, key_end);
     ptx::cp_async_commit();
     ptx::cp_async_wait_group<kStages - 1>();
-    __syncthreads();
+    tile_sync<kItemWarps>();
     const unsigned char* kt = stage_of(t);
     const unsigned char* vt = kt + kKeys * D;
 
@@ -322,11 +366,28 @@ __global__ void __launch_bounds__(32, 8) decode_fp8_kernel(const __grid_constant
 #pragma unroll
       for (int i = 0; i < 4; ++i) mma::m16n8k16<__half>(o[0][4 * w + i], pa, b[i][0], b[i][1]);
     }
-    __syncthreads();  // the stage is refilled by the next iteration
+    tile_sync<kItemWarps>();  // the stage is refilled by the next iteration
   }
 
   // Epilogue: lane (g, t4) holds dims [2 t4 C, 2 t4 C + 2 C) of rows g and g + 8:
   // o[c][2h] is dim 2 t4 C + c of row g + 8h, o[c][2h + 1] dim 2 t4 C + C + c.
+  if constexpr (kItemWarps) {  // the CTA's warps merge their states (item_warps.cuh)
+    static_assert(S::bytes - S::kv >= kWarpStateBytes<D>, "a warp's state fits in its KV stages");
+    unsigned char* scratch = smem + S::kv;
+    ptx::cp_async_wait_all();  // no copy still lands in the stages the state reuses
+    tile_sync<kItemWarps>();
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float sum = quad_sum(row_sum[0][h]);
+      const float norm = sum > 0.0f ? p.v_scale / sum : 0.0f;
+      store_row_f32<C>(warp_state_o<D>(scratch, g + 8 * h) + 2 * t4 * C, o, h, norm);
+      if (t4 == 0) warp_state_lse<D>(scratch)[g + 8 * h] = sum > 0.0f ? row_max[0][h] * sc + __log2f(sum) : -INFINITY;
+    }
+    merge_item_warps<TO, D>(
+        p, item, r, rows, [&](int w) { return smem_cta + w * S::kTileBytes + S::kv; },
+        [&](int i) { return packed_row(p, item, group, i); });
+    return;
+  }
   const bool split = r.num_chunks > 1;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -338,15 +399,7 @@ __global__ void __launch_bounds__(32, 8) decode_fp8_kernel(const __grid_constant
     const float lse = sum > 0.0f ? row_max[0][h] * sc + __log2f(sum) : -INFINITY;
     if (split) {
       const std::int64_t prow = r.partial_begin + std::int64_t(item.chunk) * r.qo_len + tk;
-      float* po = p.partial_o + (prow * p.num_qo_heads + head) * D + 2 * t4 * C;
-#pragma unroll
-      for (int half = 0; half < 2; ++half)
-#pragma unroll
-        for (int c = 0; c < C; c += 4) {
-          const int e = 2 * h + half;
-          *reinterpret_cast<float4*>(po + half * C + c) =
-              make_float4(o[0][c][e] * norm, o[0][c + 1][e] * norm, o[0][c + 2][e] * norm, o[0][c + 3][e] * norm);
-        }
+      store_row_f32<C>(p.partial_o + (prow * p.num_qo_heads + head) * D + 2 * t4 * C, o, h, norm);
       if (t4 == 0) p.partial_lse[prow * p.num_qo_heads + head] = lse;
     } else {
       const std::int64_t orow = r.qo_begin + tk;
@@ -368,13 +421,17 @@ __global__ void __launch_bounds__(32, 8) decode_fp8_kernel(const __grid_constant
   }
 }
 
-template <class TQ, class TKV, class TO, int D>
+template <class TQ, class TKV, class TO, int D, bool kItemWarps_ = false>
 struct DecodeFp8Kernel {
-  static constexpr int kThreads = 32;
+  static constexpr int kThreads = 32;  // of one tile (of one item warp with kItemWarps)
   static constexpr int kSmem = DecodeFp8Shape<D>::bytes;
-  static constexpr auto kernel = decode_fp8_kernel<TQ, TKV, TO, D>;
+  static constexpr auto kernel = decode_fp8_kernel<TQ, TKV, TO, D, kItemWarps_>;
+  static constexpr bool kItemWarps = kItemWarps_;
+  static constexpr int kTileSmem = DecodeFp8Shape<D>::kTileBytes;
+  static int max_item_warps() { return kItemWarps ? item_warps_fitting(kTileSmem) : 1; }
   static void prepare() {
-    KVINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    const int bytes = kItemWarps ? max_item_warps() * kTileSmem : kSmem;
+    KVINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   }
 };
 

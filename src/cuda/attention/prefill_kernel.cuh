@@ -16,10 +16,12 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/mask_policy.hpp"
 #include "cuda/attention/attention_kernel_params.cuh"
+#include "cuda/attention/item_warps.cuh"
 #include "cuda/attention/key_access.cuh"
 #include "cuda/attention/math.cuh"
 #include "cuda/check.cuh"
@@ -65,6 +67,7 @@ struct PrefillSmem {
   static constexpr int raw = v + kComputeStages * v_stage;
   static constexpr int freq = raw + 2 * raw_stage;  // RoPE inverse frequencies
   static constexpr int bytes = freq + DQK / 2 * int(sizeof(float));
+  static constexpr int kTileBytes = (bytes + 127) / 128 * 128;  // one item warp's share of a CTA's
 };
 
 // The 16-byte chunk `chunk` of row `row` of a tile with D 16-bit elements per row:
@@ -135,6 +138,25 @@ __device__ __forceinline__ const char* packed_q_row(const AttentionKernelParams&
 // key_end) (empty when end <= begin), and those all of them see, [full_lo, full_end)
 // (none under custom bits): a key tile inside the latter needs no per-element mask,
 // two compares instead of classifying the rows' bounds for every tile.
+// The thread's index among the threads that share a tile, and their barrier: the
+// CTA's, except in the item-warp instance of the one-warp (decode) tile, whose CTA
+// holds several warps that each run a tile of their own (item_warps.cuh): there the
+// lane, and a named barrier of the warp's own (id 1 + warp, 32 threads). A barrier
+// instruction rather than __syncwarp, so that the compiler knows the warp converged
+// there, as after __syncthreads.
+template <bool kItemWarps>
+__device__ __forceinline__ int tile_thread() {
+  return kItemWarps ? int(threadIdx.x) % 32 : int(threadIdx.x);
+}
+template <bool kItemWarps>
+__device__ __forceinline__ void tile_sync() {
+  if constexpr (kItemWarps) {
+    ptx::bar_sync(1 + int(threadIdx.x) / 32, 32);
+  } else {
+    __syncthreads();
+  }
+}
+
 struct ItemKeys {
   detail::RequestMask mask;
   int key_begin, key_end;
@@ -144,6 +166,16 @@ struct ItemKeys {
   }
   __device__ __forceinline__ bool needs_mask(int key0, int keys_per_tile) const {
     return key0 < full_lo || key0 + keys_per_tile > full_end;
+  }
+  // Warp w of `warps` (item warps): whole tiles of the keys, the first warps a tile
+  // more where they do not divide evenly; a warp past the keys gets none.
+  __device__ __forceinline__ void keep_warp_share(int w, int warps, int keys_per_tile) {
+    const int tiles = num_tiles(keys_per_tile), base = tiles / warps, extra = tiles % warps;
+    const int first = w * base + min(w, extra), count = base + (w < extra ? 1 : 0);
+    const int begin = key_begin + first * keys_per_tile;
+    key_end = count > 0 ? min(key_end, begin + count * keys_per_tile) : begin;
+    key_begin = count > 0 ? begin : key_end;
+    full_end = min(full_end, key_end);
   }
 };
 __device__ __forceinline__ ItemKeys item_keys(const AttentionKernelParams& p, const detail::WorkItem& item,
@@ -164,13 +196,15 @@ __device__ __forceinline__ ItemKeys item_keys(const AttentionKernelParams& p, co
 }
 
 // Copies kRows rows of D 16-bit elements into a swizzled tile; rows >= valid are zeros.
-template <int kThreads, int kRows, int D, template <int, int> class Layout = SwizzledRows, class RowPtr>
+// (kItemWarps: the copying threads are a warp of an item-warp CTA; tile_thread.)
+template <int kThreads, int kRows, int D, template <int, int> class Layout = SwizzledRows, bool kItemWarps = false,
+          class RowPtr>
 __device__ __forceinline__ void load_tile16(unsigned char* tile, const RowPtr& row_ptr, int valid) {
   constexpr int kChunks = D / 8;
   static_assert(kRows * kChunks % kThreads == 0);
 #pragma unroll
   for (int it = 0; it < kRows * kChunks / kThreads; ++it) {
-    const int idx = it * kThreads + int(threadIdx.x);
+    const int idx = it * kThreads + tile_thread<kItemWarps>();
     const int row = idx / kChunks, c = idx % kChunks;
     const bool ok = row < valid;
     const char* src = row_ptr(ok ? row : 0) + c * 16;
@@ -184,7 +218,7 @@ __device__ __forceinline__ void load_tile16(unsigned char* tile, const RowPtr& r
 // both). 16-bit KV goes to the swizzled compute tiles in 16-byte chunks; fp8 to the
 // raw staging tile (rows of D bytes) in 8-byte chunks, the alignment fp8 rows are
 // guaranteed. A one-warp CTA passes the rows' pages, looked up a tile ahead.
-template <class TKV, int kThreads, int kKeys, int D, bool kPaged, bool kAlsoV>
+template <class TKV, int kThreads, int kKeys, int D, bool kPaged, bool kAlsoV, bool kItemWarps>
 __device__ __forceinline__ void copy_key_rows(unsigned char* tile, unsigned char* v_tile, const KeyLocator& locate,
                                               const KeyRow& key_row, const KeyRow& v_row, int key0, int valid,
                                               const PagesAhead<kKeys>* ahead) {
@@ -197,9 +231,37 @@ __device__ __forceinline__ void copy_key_rows(unsigned char* tile, unsigned char
   // swizzled unit is the same in every row, so destinations are one base plus
   // immediates (nothing for the compiler to keep per row).
   constexpr bool kFixedUnit = kThreads % kUnits == 0 && (kThreads / kUnits) % 8 == 0;
+  // A one-warp tile whose rows all lie on one page (its first slot leaves room for
+  // kKeys rows: pages of a multiple of kKeys keys and tiles that start on a page
+  // boundary, as in decode): one page id and one address per tensor for the tile, then
+  // the rows' strides, instead of a page id by shuffle, a division and 64-bit products
+  // for every row (a third of the decode tile's instructions per tile otherwise).
+  if constexpr (kPaged && kThreads == 32 && kThreads % kUnits == 0) {  // whole rows per copy step
+    std::uint32_t slot0;
+    locate.page_size.divmod(std::uint32_t(key0), &slot0);
+    if (slot0 + kKeys <= locate.page_size.divisor) {
+      const KeySlot first{__shfl_sync(0xffffffffu, ahead->lane_page, 0), std::int64_t(slot0)};
+      const int r0 = tile_thread<kItemWarps>() / kUnits, c = tile_thread<kItemWarps>() % kUnits;
+      constexpr int kRowsPerStep = kThreads / kUnits;
+      const char* k_src = key_row(first) + r0 * key_row.stride_token + c * kUnitBytes;
+      const char* v_src = kAlsoV ? v_row(first) + r0 * v_row.stride_token + c * kUnitBytes : nullptr;
+#pragma unroll
+      for (int it = 0; it < kKeys / kRowsPerStep; ++it) {
+        const int row = it * kRowsPerStep + r0;
+        const bool ok = row < valid;
+        const int offset = kFixedUnit ? Lay::offset(r0, c) + it * kRowsPerStep * Lay::kRowBytes : Lay::offset(row, c);
+        const auto dst = [&](unsigned char* t) { return kRaw ? t + row * D + c * 8 : t + offset; };
+        ptx::cp_async_or_zero<kUnitBytes>(dst(tile), k_src + it * kRowsPerStep * key_row.stride_token, ok);
+        if constexpr (kAlsoV) {
+          ptx::cp_async_or_zero<kUnitBytes>(dst(v_tile), v_src + it * kRowsPerStep * v_row.stride_token, ok);
+        }
+      }
+      return;
+    }
+  }
 #pragma unroll
   for (int it = 0; it < kKeys * kUnits / kThreads; ++it) {
-    const int idx = it * kThreads + int(threadIdx.x);
+    const int idx = it * kThreads + tile_thread<kItemWarps>();
     const int row = idx / kUnits, c = idx % kUnits;
     const bool ok = row < valid;
     const int key = key0 + (ok ? row : 0);
@@ -211,7 +273,7 @@ __device__ __forceinline__ void copy_key_rows(unsigned char* tile, unsigned char
         at = locate(key);
       }
     }
-    const int offset = kFixedUnit ? Lay::offset(int(threadIdx.x) / kUnits, c) + it * (kThreads / kUnits) * Lay::kRowBytes
+    const int offset = kFixedUnit ? Lay::offset(tile_thread<kItemWarps>() / kUnits, c) + it * (kThreads / kUnits) * Lay::kRowBytes
                                   : Lay::offset(row, c);
     const auto dst = [&](unsigned char* t) { return kRaw ? t + row * D + c * 8 : t + offset; };
     ptx::cp_async_or_zero<kUnitBytes>(dst(tile), key_row(at) + c * kUnitBytes, ok);
@@ -221,17 +283,17 @@ __device__ __forceinline__ void copy_key_rows(unsigned char* tile, unsigned char
 
 // The copies of one KV tile: K rows into k_dst and V rows into v_dst (for fp8, the
 // staging tile holds K rows of DQK bytes, then V rows of DVO bytes).
-template <class TKV, int kThreads, int kKeys, int DQK, int DVO>
+template <class TKV, int kThreads, int kKeys, int DQK, int DVO, bool kItemWarps = false>
 __device__ __forceinline__ void load_kv_tile(unsigned char* k_dst, unsigned char* v_dst, const KeyLocator& locate,
                                              const KeyRow& k_row, const KeyRow& v_row, int key0, int valid,
                                              const PagesAhead<kKeys>* ahead) {
   const auto copy_kv = [&](auto paged) {
     constexpr bool kPaged = decltype(paged)::value;
     if constexpr (DQK == DVO) {
-      copy_key_rows<TKV, kThreads, kKeys, DQK, kPaged, true>(k_dst, v_dst, locate, k_row, v_row, key0, valid, ahead);
+      copy_key_rows<TKV, kThreads, kKeys, DQK, kPaged, true, kItemWarps>(k_dst, v_dst, locate, k_row, v_row, key0, valid, ahead);
     } else {
-      copy_key_rows<TKV, kThreads, kKeys, DQK, kPaged, false>(k_dst, nullptr, locate, k_row, k_row, key0, valid, ahead);
-      copy_key_rows<TKV, kThreads, kKeys, DVO, kPaged, false>(v_dst, nullptr, locate, v_row, v_row, key0, valid, ahead);
+      copy_key_rows<TKV, kThreads, kKeys, DQK, kPaged, false, kItemWarps>(k_dst, nullptr, locate, k_row, k_row, key0, valid, ahead);
+      copy_key_rows<TKV, kThreads, kKeys, DVO, kPaged, false, kItemWarps>(v_dst, nullptr, locate, v_row, v_row, key0, valid, ahead);
     }
   };
   if (locate.pages != nullptr) {
@@ -493,10 +555,10 @@ __device__ __forceinline__ void store_output_warp_staged(const AttentionKernelPa
 // Makes a 16-bit compute tile of kRows rows ready in place: converts it from the fp8
 // staging tile (raw != null) and/or rotates it by RoPE (freq != null) at position
 // pos(row). Each thread owns whole chunk pairs, so no barrier is needed inside.
-template <class T, class TKV, int kThreads, int kRows, int D, class Pos>
+template <class T, class TKV, int kThreads, int kRows, int D, bool kItemWarps = false, class Pos>
 __device__ __forceinline__ void prepare_tile(unsigned char* tile, const unsigned char* raw, const float* freq, const Pos& pos) {
   constexpr int kHalf = D / 16;  // chunk pairs per row
-  for (int idx = int(threadIdx.x); idx < kRows * kHalf; idx += kThreads) {
+  for (int idx = tile_thread<kItemWarps>(); idx < kRows * kHalf; idx += kThreads) {
     const int row = idx / kHalf, c = idx % kHalf;
     float x[8], y[8];
     uint4* px = reinterpret_cast<uint4*>(tile) + swizzled_chunk<D>(row, c);
@@ -515,34 +577,46 @@ __device__ __forceinline__ void prepare_tile(unsigned char* tile, const unsigned
   }
 }
 
-// Resident CTAs asked of the register allocator: 2 CTAs of 128 threads may use 255
-// registers per thread, and so may one of 256 threads or 8 one-warp CTAs (the decode
-// tile: two warps per SM sub-partition, whichever count up to 255 it takes); narrow tiles
-// (4 warps of 16 rows) of head_dim <= 128 fit 3.
-template <int DVO, int kWarps, int kMmaM>
-inline constexpr int kPrefillMinBlocks = kWarps == 1 ? 8 : kWarps == 8 ? 1 : (kMmaM == 2 || DVO > 128 ? 2 : 3);
+// Threads per CTA and resident CTAs asked of the register allocator: 2 CTAs of 128
+// threads may use 255 registers per thread, and so may one of 256 threads or 8 one-warp
+// CTAs (the decode tile: two warps per SM sub-partition, whichever count up to 255 it
+// takes), or one CTA of 8 item warps of that tile (item_warps.cuh); narrow tiles (4
+// warps of 16 rows) of head_dim <= 128 fit 3.
+template <int kWarps, bool kItemWarps>
+inline constexpr int kPrefillMaxThreads = (kItemWarps ? kMaxItemWarps : kWarps) * 32;
+template <int DVO, int kWarps, int kMmaM, bool kItemWarps>
+inline constexpr int kPrefillMinBlocks =
+    kItemWarps ? 1 : kWarps == 1 ? 8 : kWarps == 8 ? 1 : (kMmaM == 2 || DVO > 128 ? 2 : 3);
 
 // kGeneral adds the custom mask, ALiBi and the soft cap to the logits; without it
-// (the common case) those registers are free for the accumulators.
-template <class TQ, class TKV, class TO, int DQK, int DVO, int kWarps, int kMmaM, bool kGeneral>
-__global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kMmaM>)
+// (the common case) those registers are free for the accumulators. kItemWarps: the
+// one-warp tile's instance whose CTA runs one item on blockDim.x / 32 warps
+// (item_warps.cuh); the plain instance is the code it was before item warps.
+template <class TQ, class TKV, class TO, int DQK, int DVO, int kWarps, int kMmaM, bool kGeneral, bool kItemWarps>
+__global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
+                                  kPrefillMinBlocks<DVO, kWarps, kMmaM, kItemWarps>)
     prefill_kernel(const __grid_constant__ AttentionKernelParams p) {
+  static_assert(!kItemWarps || (kWarps == 1 && kMmaM == 1 && !kGeneral), "item warps: the one-warp tile");
   using S = PrefillShape<DQK, DVO, kWarps, kMmaM>;
   using L = PrefillSmem<TKV, DQK, DVO, kWarps, kMmaM>;
   using T = TQ;  // the mma operand type; KV is converted to it
   constexpr int kThreads = S::kThreads, kKeys = S::kKeys, kRowsPerWarp = S::kRowsPerWarp;
-  extern __shared__ __align__(128) unsigned char smem[];
+  extern __shared__ __align__(128) unsigned char smem_cta[];
   const int num_items = p.counts[0];
   if (int(blockIdx.x) >= num_items) return;  // grid sized for the capacity
   // The planner lists a request's row tiles in order, so under a causal mask the
   // heaviest come last: start from the end so that they do not form the tail.
   const detail::WorkItem item = p.items[num_items - 1 - int(blockIdx.x)];
   const detail::RequestInfo r = p.requests[item.request];
-  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+  // Warps of a larger tile split its rows; the one-warp tile's CTA holds item_warps
+  // warps (item_warps.cuh), each a tile of its own over its share of the keys.
+  const int lane = int(threadIdx.x) % 32, warp = kItemWarps ? 0 : int(threadIdx.x) / 32;
+  unsigned char* smem = kItemWarps ? smem_cta + int(threadIdx.x) / 32 * L::kTileBytes : smem_cta;
   const int rows = item.row_end - item.row_begin;
   const int group = p.group_size;
 
-  const ItemKeys keys = item_keys(p, item, r, kGeneral && p.custom_mask ? p.custom_mask + r.mask_offset : nullptr);
+  ItemKeys keys = item_keys(p, item, r, kGeneral && p.custom_mask ? p.custom_mask + r.mask_offset : nullptr);
+  if constexpr (kItemWarps) keys.keep_warp_share(int(threadIdx.x) / 32, int(blockDim.x) / 32, kKeys);
   const detail::RequestMask& mask = keys.mask;
   const int key_begin = keys.key_begin, key_end = keys.key_end;
   const int num_tiles = keys.num_tiles(kKeys);
@@ -553,7 +627,7 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
   float* freq = reinterpret_cast<float*>(smem + L::freq);
 
   const auto q_row = [&](int i) { return packed_q_row(p, item, r, group, i); };
-  load_tile16<kThreads, S::kTileRows, DQK>(sq, q_row, rows);
+  load_tile16<kThreads, S::kTileRows, DQK, SwizzledRows, kItemWarps>(sq, q_row, rows);
 
   const std::int64_t elem = sizeof(TKV);
   const KeyLocator locate{p.kv_indices ? p.kv_indices + r.kv_begin : nullptr, p.page_size};
@@ -571,10 +645,10 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
     const PagesAhead<kKeys>* pages = kThreads == 32 ? &ahead : nullptr;
     if constexpr (L::kStaged) {
       unsigned char* raw = smem + L::raw + stage * L::raw_stage;
-      load_kv_tile<TKV, kThreads, kKeys, DQK, DVO>(raw, raw + kKeys * DQK, locate, k_row, v_row, key0, key_end - key0,
+      load_kv_tile<TKV, kThreads, kKeys, DQK, DVO, kItemWarps>(raw, raw + kKeys * DQK, locate, k_row, v_row, key0, key_end - key0,
                                                    pages);
     } else {
-      load_kv_tile<TKV, kThreads, kKeys, DQK, DVO>(smem + L::k + stage * L::k_stage, smem + L::v + stage * L::v_stage,
+      load_kv_tile<TKV, kThreads, kKeys, DQK, DVO, kItemWarps>(smem + L::k + stage * L::k_stage, smem + L::v + stage * L::v_stage,
                                                    locate, k_row, v_row, key0, key_end - key0, pages);
     }
   };
@@ -589,7 +663,7 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
 
   const bool rope = p.rope;
   if (rope) {
-    for (int d = int(threadIdx.x); d < DQK / 2; d += kThreads) {
+    for (int d = tile_thread<kItemWarps>(); d < DQK / 2; d += kThreads) {
       freq[d] = p.rope_rcp_scale * powf(p.rope_rcp_theta, float(2 * d) / float(DQK));
     }
   }
@@ -642,21 +716,21 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
     }
     ptx::cp_async_commit();
     ptx::cp_async_wait_group<1>();
-    __syncthreads();
+    tile_sync<kItemWarps>();
     if (L::kStaged || rope) {
       if (t == 0 && rope) {
-        prepare_tile<T, T, kThreads, S::kTileRows, DQK>(sq, nullptr, freq, [&](int i) {
+        prepare_tile<T, T, kThreads, S::kTileRows, DQK, kItemWarps>(sq, nullptr, freq, [&](int i) {
           const int packed = item.row_begin + min(i, rows - 1);
           return float(mask.diagonal(packed / group));
         });
       }
       const unsigned char* raw = smem + L::raw + stage * L::raw_stage;
       unsigned char* k_tile = smem + L::k + (L::kStaged ? 0 : stage * L::k_stage);
-      prepare_tile<T, TKV, kThreads, kKeys, DQK>(k_tile, raw, rope ? freq : nullptr, [&](int i) { return float(key0 + i); });
+      prepare_tile<T, TKV, kThreads, kKeys, DQK, kItemWarps>(k_tile, raw, rope ? freq : nullptr, [&](int i) { return float(key0 + i); });
       if constexpr (L::kStaged) {
-        prepare_tile<T, TKV, kThreads, kKeys, DVO>(smem + L::v, raw + kKeys * DQK, nullptr, [](int) { return 0.0f; });
+        prepare_tile<T, TKV, kThreads, kKeys, DVO, kItemWarps>(smem + L::v, raw + kKeys * DQK, nullptr, [](int) { return 0.0f; });
       }
-      __syncthreads();
+      tile_sync<kItemWarps>();
     }
     const unsigned k_off = L::kStaged ? 0u : unsigned(stage * L::k_stage);
     const unsigned v_off = L::kStaged ? 0u : unsigned(stage * L::v_stage);
@@ -731,9 +805,19 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
         }
       }
     }
-    __syncthreads();  // every warp is done with this stage before it is refilled
+    tile_sync<kItemWarps>();  // every warp is done with this stage before it is refilled
   }
 
+  if constexpr (kItemWarps) {  // the CTA's warps merge their states (item_warps.cuh)
+    static_assert(L::bytes - L::k >= kWarpStateBytes<DVO>, "a warp's state fits in its K/V stages");
+    ptx::cp_async_wait_all();  // no copy still lands in the stages the state reuses
+    tile_sync<kItemWarps>();
+    stash_warp_state<DVO>(p, o, row_max, row_sum, sc, lane, smem + L::k);
+    merge_item_warps<TO, DVO>(
+        p, item, r, rows, [&](int w) { return smem_cta + w * L::kTileBytes + L::k; },
+        [&](int i) { return packed_row(p, item, group, i); });
+    return;
+  }
   if (r.num_chunks > 1 || DQK != DVO) {
     store_output<TO, DVO, kRowsPerWarp>(p, item, r, o, row_max, row_sum, sc, rows, warp, lane);
   } else {
@@ -741,21 +825,29 @@ __global__ void __launch_bounds__(kWarps * 32, kPrefillMinBlocks<DVO, kWarps, kM
     // thread) the epilogue reuses: the copies land and the barrier orders them first.
     if (num_tiles == 0) {
       ptx::cp_async_wait_all();
-      __syncthreads();
+      tile_sync<kItemWarps>();
     }
     store_output_warp_staged<TO, DVO, kRowsPerWarp>(p, item, r, o, row_max, row_sum, sc, rows,
                                                     sq + warp * kRowsPerWarp * DQK * 2, warp, lane);
   }
 }
 
-template <class TQ, class TKV, class TO, int DQK, int DVO, int kWarps, int kMmaM, bool kGeneral>
+template <class TQ, class TKV, class TO, int DQK, int DVO, int kWarps, int kMmaM, bool kGeneral,
+          bool kItemWarps_ = false>
 struct PrefillKernel {
-  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kThreads = kWarps * 32;  // of one tile (of one item warp with kItemWarps)
   static constexpr int kSmem = PrefillSmem<TKV, DQK, DVO, kWarps, kMmaM>::bytes;
-  static constexpr auto kernel = prefill_kernel<TQ, TKV, TO, DQK, DVO, kWarps, kMmaM, kGeneral>;
-  // Dynamic shared memory above 48 KiB must be allowed per kernel (per device).
+  static constexpr auto kernel = prefill_kernel<TQ, TKV, TO, DQK, DVO, kWarps, kMmaM, kGeneral, kItemWarps_>;
+  // The item-warp instance: W warps per CTA, kTileSmem bytes each, up to kMaxItemWarps
+  // or what the current device's shared memory per CTA allows.
+  static constexpr bool kItemWarps = kItemWarps_;
+  static constexpr int kTileSmem = PrefillSmem<TKV, DQK, DVO, kWarps, kMmaM>::kTileBytes;
+  static int max_item_warps() { return kItemWarps ? item_warps_fitting(kTileSmem) : 1; }
+  // Dynamic shared memory above 48 KiB must be allowed per kernel (per device): one
+  // tile's, or the most item warps'.
   static void prepare() {
-    KVINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    const int bytes = kItemWarps ? max_item_warps() * kTileSmem : kSmem;
+    KVINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   }
 };
 

@@ -11,6 +11,8 @@
 #include "cuda/attention/prefill_kernel_sm90.cuh"
 #include "kvinfer/core/error.hpp"
 
+#include <string>
+
 namespace kvinfer::cuda {
 
 // The kernel configurations. The wide tile (128 rows) halves the K/V traffic per
@@ -20,13 +22,23 @@ namespace kvinfer::cuda {
 // tiles) holds a GQA group's query rows of one token: many small CTAs per SM keep
 // enough KV in flight for a memory-bound problem; with fp8 KV it converts K and V in
 // registers (decode_tile_fp8.cuh).
+//
+// Item warps (item_warps.cuh): the decode tiles (the fp8 one, and the 16-bit one at
+// head_dim_vo <= 128, where the selector uses it) have a second instance whose CTA
+// runs one item on several warps; `item_warps` asks for it.
+template <class TKV, int DVO>
+inline constexpr bool kHasItemWarps = sizeof(TKV) == 2 && DVO <= 128;
 template <class TQ, class TKV, class TO, int DQK, int DVO, class F>
-void with_prefill_kernel(int q_tile_rows, bool general, F&& f) {
+void with_prefill_kernel(int q_tile_rows, bool general, bool item_warps, F&& f) {
   if (general) {
     f(PrefillKernel<TQ, TKV, TO, DQK, DVO, 4, 1, true>{});
   } else if (q_tile_rows == 16) {
     if constexpr (kHasFp8DecodeTile<TQ, TKV, DQK, DVO>) {
+      if (item_warps) return f(DecodeFp8Kernel<TQ, TKV, TO, DQK, true>{});
       return f(DecodeFp8Kernel<TQ, TKV, TO, DQK>{});
+    }
+    if constexpr (kHasItemWarps<TKV, DVO>) {
+      if (item_warps) return f(PrefillKernel<TQ, TKV, TO, DQK, DVO, 1, 1, false, true>{});
     }
     f(PrefillKernel<TQ, TKV, TO, DQK, DVO, 1, 1, false>{});
   } else if (q_tile_rows == 128) {
@@ -39,10 +51,31 @@ void with_prefill_kernel(int q_tile_rows, bool general, F&& f) {
   }
 }
 
+// The most item warps a kernel runs per CTA (1: it has none).
+template <class K>
+int max_item_warps(const K&) {
+  if constexpr (requires { K::max_item_warps(); }) {
+    return K::max_item_warps();
+  } else {
+    return 1;
+  }
+}
+
 template <class K>
 void launch(const K&, const AttentionKernelParams& p, std::int64_t grid, cudaStream_t stream) {
   static const bool prepared = (K::prepare(), true);
   (void)prepared;
+  if (p.item_warps > 1) {
+    if constexpr (requires { K::kItemWarps; }) {
+      if constexpr (K::kItemWarps) {
+        K::kernel<<<dim3(static_cast<unsigned>(grid)), K::kThreads * p.item_warps, p.item_warps * K::kTileSmem,
+                    stream>>>(p);
+        return;
+      }
+    }
+    throw Error("attention", "item_warps", std::to_string(p.item_warps),
+                "only the one-warp decode tile runs item warps (a selector bug)");
+  }
   K::kernel<<<dim3(static_cast<unsigned>(grid)), K::kThreads, K::kSmem, stream>>>(p);
 }
 template <class K>
@@ -61,15 +94,24 @@ void launch_prefill(const AttentionKernelParams& p, int q_tile_rows, std::int64_
   if (kHasFp8DecodeTile<TQ, TKV, DQK, DVO> && q_tile_rows == 16 && !general && p.rope) {
     throw Error("attention", "kernel", "fp8 decode tile with RoPE", "not supported by this tile (a selector bug)");
   }
-  with_prefill_kernel<TQ, TKV, TO, DQK, DVO>(q_tile_rows, general, [&](auto k) { launch(k, p, grid, stream); });
+  with_prefill_kernel<TQ, TKV, TO, DQK, DVO>(q_tile_rows, general, p.item_warps > 1,
+                                             [&](auto k) { launch(k, p, grid, stream); });
 }
 
 // Resident CTAs per multiprocessor for a q tile (the planner's budget).
 template <class TQ, class TKV, class TO, int DQK, int DVO>
 int prefill_occupancy(int q_tile_rows) {
   int blocks = 0;
-  with_prefill_kernel<TQ, TKV, TO, DQK, DVO>(q_tile_rows, false, [&](auto k) { blocks = occupancy(k); });
+  with_prefill_kernel<TQ, TKV, TO, DQK, DVO>(q_tile_rows, false, false, [&](auto k) { blocks = occupancy(k); });
   return blocks;
+}
+
+// The most item warps a q tile's kernel runs per CTA (1: none).
+template <class TQ, class TKV, class TO, int DQK, int DVO>
+int prefill_max_item_warps(int q_tile_rows) {
+  int warps = 1;
+  with_prefill_kernel<TQ, TKV, TO, DQK, DVO>(q_tile_rows, false, true, [&](auto k) { warps = max_item_warps(k); });
+  return warps;
 }
 
 // The Hopper mainloop (128-row tiles only): for the instances kHasWgmmaPrefill
@@ -104,6 +146,7 @@ int prefill_wgmma_occupancy(int q_tile_rows) {
 #define KVINFER_INSTANTIATE_PREFILL(TQ, TKV, DQK, DVO)                                                                 \
   template void launch_prefill<TQ, TKV, TQ, DQK, DVO>(const AttentionKernelParams&, int, std::int64_t, cudaStream_t); \
   template int prefill_occupancy<TQ, TKV, TQ, DQK, DVO>(int);                                                          \
+  template int prefill_max_item_warps<TQ, TKV, TQ, DQK, DVO>(int);                                                     \
   template void launch_prefill_wgmma<TQ, TKV, TQ, DQK, DVO>(const AttentionKernelParams&, int, std::int64_t,          \
                                                               cudaStream_t);                                           \
   template int prefill_wgmma_occupancy<TQ, TKV, TQ, DQK, DVO>(int);

@@ -6,6 +6,7 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
+#include <algorithm>
 #include <string>
 
 #include "cuda/attention.hpp"
@@ -30,6 +31,8 @@ void launch_prefill(const AttentionKernelParams& p, int q_tile_rows, std::int64_
 template <class TQ, class TKV, class TO, int DQK, int DVO>
 int prefill_occupancy(int q_tile_rows);
 template <class TQ, class TKV, class TO, int DQK, int DVO>
+int prefill_max_item_warps(int q_tile_rows);
+template <class TQ, class TKV, class TO, int DQK, int DVO>
 void launch_prefill_wgmma(const AttentionKernelParams& p, int q_tile_rows, std::int64_t grid, cudaStream_t stream);
 template <class TQ, class TKV, class TO, int DQK, int DVO>
 int prefill_wgmma_occupancy(int q_tile_rows);
@@ -44,16 +47,17 @@ struct Instance {
   int head_dim_qk, head_dim_vo;
   LaunchFn launch;
   OccupancyFn occupancy;
+  OccupancyFn max_item_warps;  // of the portable kernel's tiles (null: none has item warps)
   // The Hopper prefill mainloop, where the instance has one (kHasWgmmaPrefill).
   LaunchFn launch_wgmma;
   OccupancyFn occupancy_wgmma;
 };
 
 #define KVINFER_DECODE_INSTANCE(TQ, QD, TKV, KVD, D) \
-  {DType::QD, DType::KVD, D, D, &launch_decode<TQ, TKV, TQ, D>, &decode_occupancy<TQ, TKV, TQ, D>, nullptr, nullptr},
+  {DType::QD, DType::KVD, D, D, &launch_decode<TQ, TKV, TQ, D>, &decode_occupancy<TQ, TKV, TQ, D>, nullptr, nullptr, nullptr},
 constexpr Instance kDecodeInstances[] = {
 #include "decode_instances.inc"
-    {DType::kBool, DType::kBool, 0, 0, nullptr, nullptr, nullptr, nullptr},  // end marker: a preset may list none
+    {DType::kBool, DType::kBool, 0, 0, nullptr, nullptr, nullptr, nullptr, nullptr},  // end marker: a preset may list none
 };
 #undef KVINFER_DECODE_INSTANCE
 
@@ -64,11 +68,12 @@ constexpr Instance kDecodeInstances[] = {
    DVO,                                                                                                          \
    &launch_prefill<TQ, TKV, TQ, DQK, DVO>,                                                                       \
    &prefill_occupancy<TQ, TKV, TQ, DQK, DVO>,                                                                    \
+   &prefill_max_item_warps<TQ, TKV, TQ, DQK, DVO>,                                                               \
    kHasWgmmaPrefill<TQ, TKV, DQK, DVO> ? &launch_prefill_wgmma<TQ, TKV, TQ, DQK, DVO> : nullptr,                 \
    kHasWgmmaPrefill<TQ, TKV, DQK, DVO> ? &prefill_wgmma_occupancy<TQ, TKV, TQ, DQK, DVO> : nullptr},
 constexpr Instance kPrefillInstances[] = {
 #include "prefill_instances.inc"
-    {DType::kBool, DType::kBool, 0, 0, nullptr, nullptr, nullptr, nullptr},
+    {DType::kBool, DType::kBool, 0, 0, nullptr, nullptr, nullptr, nullptr, nullptr},
 };
 #undef KVINFER_PREFILL_INSTANCE
 
@@ -136,6 +141,11 @@ struct KernelChoice {
 
   LaunchFn launch() const { return wgmma ? instance->launch_wgmma : instance->launch; }
   int occupancy() const { return (wgmma ? instance->occupancy_wgmma : instance->occupancy)(q_tile_rows); }
+  // Item warps (item_warps.cuh): only the decode tile (16 rows) of the portable kernel.
+  int max_item_warps(const detail::AttentionProblem& pr) const {
+    if (wgmma || q_tile_rows != kDecodeTileRows || instance->max_item_warps == nullptr || general_logits(pr)) return 1;
+    return std::max(1, instance->max_item_warps(q_tile_rows));
+  }
 };
 
 // Prefill on 128-row tiles takes the Hopper mainloop where the instance has one, the
@@ -183,7 +193,7 @@ KernelChoice choose_kernel(const detail::AttentionProblem& pr, int device) {
 KernelTraits select_kernel(const detail::AttentionProblem& pr, int device) {
   KVINFER_CUDA_CHECK(cudaSetDevice(device));
   const KernelChoice k = choose_kernel(pr, device);
-  return {k.q_tile_rows, std::max(1, k.occupancy())};
+  return {k.q_tile_rows, std::max(1, k.occupancy()), k.max_item_warps(pr)};
 }
 
 AttentionKernelParams make_kernel_params(const detail::AttentionParams& p) {
@@ -225,6 +235,7 @@ AttentionKernelParams make_kernel_params(const detail::AttentionParams& p) {
   k.counts = p.counts;
   k.partial_o = p.partial_o;
   k.partial_lse = p.partial_lse;
+  k.item_warps = p.item_warps;
   k.num_qo_heads = std::int32_t(pr.num_qo_heads);
   k.group_size = std::int32_t(pr.group_size());
   k.group_div = FastDivmod(std::uint32_t(pr.group_size()));
