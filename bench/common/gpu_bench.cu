@@ -337,6 +337,28 @@ Ceiling measure_read_bandwidth(std::size_t bytes, std::vector<Ceiling>* variants
   return best;
 }
 
+Ceiling measure_read_of(std::size_t bytes, GpuTimer& timer, int runs) {
+  bytes = bytes / 16 * 16;
+  DeviceBuffer buf(bytes), out(sizeof(unsigned long long));
+  fill_random_bits(buf.p, bytes, 0x5EED, timer.stream());
+  const int sms = sm_count();
+  const std::size_t n = bytes / 16;
+  auto* src = static_cast<const uint4*>(buf.p);
+  auto* acc = static_cast<unsigned long long*>(out.p);
+  const cudaStream_t stream = timer.stream();
+  const Timing grid_stride = timer.time(
+      [&] { read_reduce_kernel<4, 1><<<unsigned(sms * 8), kThreads, 0, stream>>>(src, n, acc); }, 3, runs, true);
+  const Timing tiles = timer.time(
+      [&] {
+        read_tiles_kernel<8, 1><<<unsigned((n + kThreads * 8 - 1) / (kThreads * 8)), kThreads, 0, stream>>>(src, n, acc);
+      },
+      3, runs, true);
+  const bool first = grid_stride.median_us <= tiles.median_us;
+  const Timing& t = first ? grid_stride : tiles;
+  return {"read_of_size", double(bytes) / (t.median_us * 1e3), "GB/s", t,
+          first ? "grid-stride, unroll 4, no L2 hint, 8 blocks/SM" : "tiles, unroll 8, no L2 hint"};
+}
+
 Ceiling measure_copy_bandwidth(std::size_t bytes) {
   DeviceBuffer a(bytes), b(bytes);
   fill_random_bits(a.p, bytes, 0xC0FFEE);

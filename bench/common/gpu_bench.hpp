@@ -82,6 +82,11 @@ struct Ceiling {
 // reduces them; the best of a few launch shapes. GB/s = bytes read / time.
 Ceiling measure_read_bandwidth(std::size_t bytes = std::size_t(4) << 30,
                                std::vector<Ceiling>* variants = nullptr);
+// One read of `bytes` (a fresh buffer, cold L2, timed as GpuTimer times a case): the
+// best of the grid-stride and the tiled read kernel. What any kernel that streams
+// that many bytes once pays at that size, launch and ramp-up included; GB/s = bytes /
+// time.
+Ceiling measure_read_of(std::size_t bytes, GpuTimer& timer, int runs = 20);
 // Device-to-device cudaMemcpyAsync of `bytes`; GB/s counts bytes read + written.
 Ceiling measure_copy_bandwidth(std::size_t bytes = std::size_t(2) << 30);
 // The same with a 16-byte-vector copy kernel (a second opinion on the copy ceiling).
