@@ -165,7 +165,7 @@ Schedule AttentionPlan::make_plan_schedule(const PlanRequest& req, const Attenti
                                           req.max_qo_len};
   }
   Schedule s = make_schedule(in, profile);
-  for (std::size_t b = 0; b < s.requests.size(); ++b) s.requests[b].kv_begin = req.kv_begin[b];
+  set_kv_begins(s, req.kv_begin);
   return s;
 }
 

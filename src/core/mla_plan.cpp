@@ -137,7 +137,7 @@ Schedule MLAPlan::make_plan_schedule(const Checked& c, const SplitOptions& split
                                           capacity_->max_kv * pr.page_size, -1};
   }
   Schedule s = make_schedule(in, profile_);
-  for (std::size_t b = 0; b < s.requests.size(); ++b) s.requests[b].kv_begin = c.kv_begin[b];
+  set_kv_begins(s, c.kv_begin);
   return s;
 }
 

@@ -17,6 +17,10 @@ void write_schedule(const Schedule& s, std::int64_t batch_size, std::int64_t nnz
   const WorkspaceLayout& l = s.layout;
   std::memcpy(dst + l.requests, s.requests.data(), s.requests.size() * sizeof(RequestInfo));
   std::memcpy(dst + l.items, s.items.data(), s.items.size() * sizeof(WorkItem));
+  const WorkItem unused{.request = kUnusedItem};
+  for (auto i = std::int64_t(s.items.size()); i < s.max_items; ++i) {
+    std::memcpy(dst + l.items + std::size_t(i) * sizeof(WorkItem), &unused, sizeof(WorkItem));
+  }
   std::memcpy(dst + l.merge_tokens, s.merge_tokens.data(), s.merge_tokens.size() * sizeof(MergeToken));
   const std::int32_t counts[4] = {std::int32_t(s.items.size()), std::int32_t(s.merge_tokens.size()),
                                   std::int32_t(batch_size), std::int32_t(nnz_q)};

@@ -182,7 +182,7 @@ Schedule make_schedule(const ScheduleInput& in, const DeviceProfile& profile) {
     RequestInfo& r = s.requests[b];
     r.qo_begin = std::int32_t(qo_begin);
     r.qo_len = in.qo_lens[b];
-    r.kv_begin = 0;  // filled by the caller, which knows ragged vs paged offsets
+    r.kv_begin = 0;  // set_kv_begins: the caller knows ragged vs paged offsets
     r.kv_len = in.kv_lens[b];
     r.num_chunks = std::int32_t(std::max<std::int64_t>(1, ceil_div(eff_lens[b], chunk)));
     r.partial_begin = -1;
@@ -253,6 +253,11 @@ Schedule make_schedule(const ScheduleInput& in, const DeviceProfile& profile) {
   l.partial_lse = align_up(partial_states * std::size_t(in.head_dim_vo) * sizeof(float));
   l.float_bytes = align_up(l.partial_lse + partial_states * sizeof(float));
   return s;
+}
+
+void set_kv_begins(Schedule& s, std::span<const std::int32_t> kv_begin) {
+  for (std::size_t b = 0; b < s.requests.size(); ++b) s.requests[b].kv_begin = kv_begin[b];
+  for (WorkItem& it : s.items) it.kv_base = kv_begin[std::size_t(it.request)];
 }
 
 }  // namespace kvinfer::detail

@@ -23,9 +23,16 @@ struct WorkItem {
   std::int32_t row_begin, row_end;  // packed rows
   std::int32_t kv_begin, kv_end;    // key positions within the request
   std::int32_t chunk;               // index of the KV chunk within the request
-  std::int32_t pad_;
+  // The request's RequestInfo::kv_begin, repeated here so that a kernel can locate the
+  // item's first keys before the request's entry arrives (one dependent load fewer
+  // ahead of the first K/V copy).
+  std::int32_t kv_base;
 };
 static_assert(sizeof(WorkItem) == 32);
+// The request of an unused entry of the workspace's item array (past the plan's items,
+// up to Schedule::max_items): a kernel launched over the array's capacity learns from
+// its own entry, without reading the item count first, that it has no work.
+inline constexpr std::int32_t kUnusedItem = -1;
 
 // Per request: where it lives and how its partial states are merged.
 struct RequestInfo {
@@ -112,6 +119,10 @@ struct Schedule {
 
 // Makes the schedule. Throws kvinfer::Error when a fixed capacity is exceeded.
 Schedule make_schedule(const ScheduleInput& in, const DeviceProfile& profile);
+
+// Where each request's keys begin (ragged: its first key row; paged: its first entry in
+// kv_indices), which only the caller knows: into its RequestInfo and its items.
+void set_kv_begins(Schedule& s, std::span<const std::int32_t> kv_begin);
 
 // The keys a request's queries can see at all: [first, last) over all its rows.
 struct KeyRange {

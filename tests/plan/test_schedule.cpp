@@ -10,6 +10,7 @@
 #include <random>
 
 #include "kvinfer/core/error.hpp"
+#include "core/workspace.hpp"
 #include "plan/schedule.hpp"
 
 namespace kvinfer::detail {
@@ -341,6 +342,48 @@ TEST(Schedule, CapacityExceededIsAnError) {
   EXPECT_THROW(make_schedule(in, DeviceProfile::h200()), Error);
   in.capacity = ScheduleInput::Capacity{2, 19};
   EXPECT_THROW(make_schedule(in, DeviceProfile::h200()), Error);
+}
+
+// Every item carries its request's kv_begin (kernels locate an item's first keys
+// from the item alone), and so does every RequestInfo.
+TEST(Schedule, KvBeginsReachRequestsAndItems) {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 200; ++trial) {
+    Inputs x = random_inputs(rng);
+    bind(x);
+    Schedule s = make_schedule(x.in, DeviceProfile::h200());
+    std::vector<std::int32_t> begins(x.qo.size());
+    for (auto& b : begins) b = std::int32_t(rng() % 100000);
+    set_kv_begins(s, begins);
+    for (std::size_t b = 0; b < begins.size(); ++b) EXPECT_EQ(s.requests[b].kv_begin, begins[b]);
+    for (const WorkItem& it : s.items) EXPECT_EQ(it.kv_base, begins[std::size_t(it.request)]);
+  }
+}
+
+// A fixed capacity leaves entries of the item array past the plan's items; the
+// uploaded workspace marks them unused (a kernel launched over the capacity reads
+// its own entry, not the count), and the plan's items are as planned.
+TEST(Schedule, WorkspaceMarksUnusedItems) {
+  std::vector<std::int32_t> qo{1, 1, 1}, kv{700, 30, 5000};
+  ScheduleInput in{.qo_lens = qo, .kv_lens = kv, .num_qo_heads = 32, .num_kv_heads = 8, .page_size = 16,
+                   .q_tile_rows = 16,
+                   .capacity = ScheduleInput::Capacity{.max_batch = 16, .max_qo_tokens = 16, .max_kv_tokens = 1 << 16,
+                                                       .max_qo_len = 1}};
+  Schedule s = make_schedule(in, DeviceProfile::h200());
+  set_kv_begins(s, std::vector<std::int32_t>{0, 44, 46});
+  ASSERT_LT(std::int64_t(s.items.size()), s.max_items);
+  PlanWorkspace ws(Device::cpu(), true);
+  ws.upload("plan", s, 3, 3);
+  const ScheduleView v = ws.view(s.layout);
+  ASSERT_EQ(v.counts[0], std::int32_t(s.items.size()));
+  for (std::int64_t i = 0; i < s.max_items; ++i) {
+    if (i < std::int64_t(s.items.size())) {
+      EXPECT_EQ(v.items[i].request, s.items[std::size_t(i)].request) << i;
+      EXPECT_EQ(v.items[i].kv_base, s.items[std::size_t(i)].kv_base) << i;
+    } else {
+      EXPECT_EQ(v.items[i].request, kUnusedItem) << i;
+    }
+  }
 }
 
 TEST(Schedule, PlanOfBatch256TakesUnder50Microseconds) {

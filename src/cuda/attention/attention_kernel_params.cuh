@@ -8,6 +8,7 @@
 
 #include "core/attention_params.hpp"
 #include "cuda/common/fast_divmod.cuh"
+#include "cuda/common/ptx.cuh"
 
 namespace kvinfer::cuda {
 
@@ -58,5 +59,26 @@ AttentionKernelParams make_kernel_params(const detail::AttentionParams& p);
 template <class TQ, class TKV, int DQK, int DVO>
 inline constexpr bool kHasWgmmaPrefill =
     std::is_same_v<TQ, TKV> && DQK == DVO && (DQK == 64 || DQK == 128 || DQK == 256);
+
+// A work item in two 16-byte loads.
+__device__ __forceinline__ detail::WorkItem load_work_item(const detail::WorkItem* at) {
+  static_assert(sizeof(detail::WorkItem) == 32 && alignof(detail::WorkItem) <= 16);
+  const uint4 a = ptx::ld_nc_v4(at), b = ptx::ld_nc_v4(reinterpret_cast<const uint4*>(at) + 1);
+  detail::WorkItem item;
+  item.request = std::int32_t(a.x);
+  item.kv_head = std::int32_t(a.y);
+  item.row_begin = std::int32_t(a.z);
+  item.row_end = std::int32_t(a.w);
+  item.kv_begin = std::int32_t(b.x);
+  item.kv_end = std::int32_t(b.y);
+  item.chunk = std::int32_t(b.z);
+  item.kv_base = std::int32_t(b.w);
+  return item;
+}
+
+// Whether this CTA's entry (load_work_item) is past the plan's items (the grid is sized
+// for the array's capacity; detail::kUnusedItem): known from the entry alone, so the
+// count need not be read first.
+__device__ __forceinline__ bool unused_item(const detail::WorkItem& item) { return item.request == detail::kUnusedItem; }
 
 }  // namespace kvinfer::cuda

@@ -103,8 +103,8 @@ template <class TQ, class TKV, class TO, int D, int kRows>
 __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decode_kernel(const __grid_constant__ AttentionKernelParams p) {
   using S = DecodeShape<D, kRows>;
   constexpr int kVec = S::kVec, kLanes = S::kLanes, kStreams = S::kStreams, kUnroll = S::kUnroll;
-  if (int(blockIdx.x) >= p.counts[0]) return;  // grid sized for the capacity
-  const detail::WorkItem item = p.items[blockIdx.x];
+  const detail::WorkItem item = load_work_item(p.items + blockIdx.x);
+  if (unused_item(item)) return;  // grid sized for the capacity
   const detail::RequestInfo r = p.requests[item.request];
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -134,8 +134,8 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decod
   }
 
   const std::int64_t elem = sizeof(TKV);
-  const KeyLocator locate{p.kv_indices ? p.kv_indices + r.kv_begin : nullptr, p.page_size};
-  const std::int64_t ragged_offset = p.kv_indices ? 0 : std::int64_t(r.kv_begin);
+  const KeyLocator locate{p.kv_indices ? p.kv_indices + item.kv_base : nullptr, p.page_size};
+  const std::int64_t ragged_offset = p.kv_indices ? 0 : std::int64_t(item.kv_base);
   const KeyRow k_row{static_cast<const char*>(p.k) + (item.kv_head * p.k_stride_head + ragged_offset * p.k_stride_token +
                                                       lane_in_row * kVec) * elem,
                      p.k_stride_page * elem, p.k_stride_token * elem};

@@ -190,9 +190,15 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
   using S = DecodeFp8Shape<D>;
   constexpr int kKeys = S::kKeys, kStages = S::kStages, C = S::kVoFrags;
   extern __shared__ __align__(128) unsigned char smem_cta[];
-  const int num_items = p.counts[0];
-  if (int(blockIdx.x) >= num_items) return;  // grid sized for the capacity
-  const detail::WorkItem item = p.items[num_items - 1 - int(blockIdx.x)];
+  // As prefill_kernel's one-warp tile: the items in the plan's order, no count read
+  // first, and the first tile's page lookups before the request's entry arrives
+  // (redone where it clips the item's keys).
+  const detail::WorkItem item = load_work_item(p.items + blockIdx.x);
+  if (unused_item(item)) return;  // grid sized for the capacity
+  const KeyLocator locate{p.kv_indices ? p.kv_indices + item.kv_base : nullptr, p.page_size};
+  PagesAhead<kKeys> ahead;  // the pages of the next tile to load, one load ahead
+  const ItemKeys guess = item_keys_ahead<kItemWarps>(item, kKeys);
+  if (guess.key_end > guess.key_begin) ahead.fetch(locate, guess.key_begin, guess.key_end);
   const detail::RequestInfo r = p.requests[item.request];
   const int lane = kItemWarps ? int(threadIdx.x) % 32 : int(threadIdx.x), g = lane / 4, t4 = lane % 4;
   unsigned char* smem = kItemWarps ? smem_cta + int(threadIdx.x) / 32 * S::kTileBytes : smem_cta;
@@ -211,8 +217,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
                                                          rows);
   ptx::cp_async_commit();
 
-  const KeyLocator locate{p.kv_indices ? p.kv_indices + r.kv_begin : nullptr, p.page_size};
-  const std::int64_t ragged_offset = p.kv_indices ? 0 : std::int64_t(r.kv_begin);
+  const std::int64_t ragged_offset = p.kv_indices ? 0 : std::int64_t(item.kv_base);
   const KeyRow k_row{static_cast<const char*>(p.k) + item.kv_head * p.k_stride_head + ragged_offset * p.k_stride_token,
                      p.k_stride_page, p.k_stride_token};
   const KeyRow v_row{static_cast<const char*>(p.v) + item.kv_head * p.v_stride_head + ragged_offset * p.v_stride_token,
@@ -224,8 +229,6 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
                       std::uintptr_t(p.k_stride_page | p.k_stride_token | p.k_stride_head | p.v_stride_page |
                                      p.v_stride_token | p.v_stride_head)) &
                      15u) == 0;
-  // The pages of the next tile to load, looked up one load ahead (PagesAhead).
-  PagesAhead<kKeys> ahead;
   const auto load_kv = [&](int t) {
     const int key0 = key_begin + t * kKeys;
     const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(stage_of(t)));
@@ -244,7 +247,9 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
 #pragma unroll
   for (int t = 0; t < kStages - 1; ++t) {
     if (t < num_tiles) {
-      ahead.fetch(locate, key_begin + t * kKeys, key_end);
+      if (t > 0 || key_begin != guess.key_begin || key_end != guess.key_end) {
+        ahead.fetch(locate, key_begin + t * kKeys, key_end);
+      }
       load_kv(t);
     }
     ptx::cp_async_commit();

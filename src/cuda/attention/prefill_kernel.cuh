@@ -195,6 +195,21 @@ __device__ __forceinline__ ItemKeys item_keys(const AttentionKernelParams& p, co
   return k;
 }
 
+// The keys of an item as far as the item alone tells (before its request's entry
+// arrives): its chunk, which the planner clipped to the keys the request's rows see,
+// so exactly item_keys' range where the item holds every row of its request (the
+// decode tiles' items); with item warps, this warp's share. Masks are not set.
+template <bool kItemWarps>
+__device__ __forceinline__ ItemKeys item_keys_ahead(const detail::WorkItem& item, int keys_per_tile) {
+  ItemKeys k{};
+  k.key_begin = item.kv_begin;
+  k.key_end = item.kv_end;
+  k.full_lo = k.key_begin;
+  k.full_end = k.key_end;
+  if constexpr (kItemWarps) k.keep_warp_share(int(threadIdx.x) / 32, int(blockDim.x) / 32, keys_per_tile);
+  return k;
+}
+
 // Copies kRows rows of D 16-bit elements into a swizzled tile; rows >= valid are zeros.
 // (kItemWarps: the copying threads are a warp of an item-warp CTA; tile_thread.)
 template <int kThreads, int kRows, int D, template <int, int> class Layout = SwizzledRows, bool kItemWarps = false,
@@ -602,11 +617,33 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
   using T = TQ;  // the mma operand type; KV is converted to it
   constexpr int kThreads = S::kThreads, kKeys = S::kKeys, kRowsPerWarp = S::kRowsPerWarp;
   extern __shared__ __align__(128) unsigned char smem_cta[];
-  const int num_items = p.counts[0];
-  if (int(blockIdx.x) >= num_items) return;  // grid sized for the capacity
-  // The planner lists a request's row tiles in order, so under a causal mask the
-  // heaviest come last: start from the end so that they do not form the tail.
-  const detail::WorkItem item = p.items[num_items - 1 - int(blockIdx.x)];
+  // The one-warp (decode) tile takes the items in the plan's order and learns from
+  // its own entry whether it has one (unused_item): one dependent load fewer before
+  // its first copies than reading the count first. Its items are alike (every row of
+  // a request). The planner lists a request's row tiles in order, so under a causal
+  // mask the heaviest come last: larger tiles start from the end so that those do
+  // not form the tail.
+  constexpr bool kOneWarp = kThreads == 32;
+  detail::WorkItem item;
+  if constexpr (kOneWarp) {
+    item = load_work_item(p.items + blockIdx.x);
+    if (unused_item(item)) return;  // grid sized for the capacity
+  } else {
+    const int num_items = p.counts[0];
+    if (int(blockIdx.x) >= num_items) return;
+    item = p.items[num_items - 1 - int(blockIdx.x)];
+  }
+  const KeyLocator locate{p.kv_indices ? p.kv_indices + item.kv_base : nullptr, p.page_size};
+  // A one-warp CTA (the decode tile) looks up the pages of tile t + 2 as it computes
+  // tile t (PagesAhead); larger CTAs look them up as they copy. The first two tiles'
+  // lookups leave before the request's entry arrives, for the keys the item alone
+  // gives (item_keys_ahead), and are redone in the rare case that it clips them.
+  PagesAhead<kKeys> ahead;
+  ItemKeys guess{};
+  if constexpr (kOneWarp) {
+    guess = item_keys_ahead<kItemWarps>(item, kKeys);
+    if (guess.key_end > guess.key_begin) ahead.fetch(locate, guess.key_begin, guess.key_end);
+  }
   const detail::RequestInfo r = p.requests[item.request];
   // Warps of a larger tile split its rows; the one-warp tile's CTA holds item_warps
   // warps (item_warps.cuh), each a tile of its own over its share of the keys.
@@ -630,16 +667,12 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
   load_tile16<kThreads, S::kTileRows, DQK, SwizzledRows, kItemWarps>(sq, q_row, rows);
 
   const std::int64_t elem = sizeof(TKV);
-  const KeyLocator locate{p.kv_indices ? p.kv_indices + r.kv_begin : nullptr, p.page_size};
-  const std::int64_t ragged_offset = p.kv_indices ? 0 : std::int64_t(r.kv_begin);
+  const std::int64_t ragged_offset = p.kv_indices ? 0 : std::int64_t(item.kv_base);
   const KeyRow k_row{static_cast<const char*>(p.k) + (item.kv_head * p.k_stride_head + ragged_offset * p.k_stride_token) * elem,
                      p.k_stride_page * elem, p.k_stride_token * elem};
   const KeyRow v_row{static_cast<const char*>(p.v) + (item.kv_head * p.v_stride_head + ragged_offset * p.v_stride_token) * elem,
                      p.v_stride_page * elem, p.v_stride_token * elem};
   // Tile t lands in stage t % 2 (compute tiles for 16-bit KV, staging tiles for fp8).
-  // A one-warp CTA (the decode tile) looks up the pages of tile t + 2 as it computes
-  // tile t (PagesAhead); larger CTAs look them up as they copy.
-  PagesAhead<kKeys> ahead;
   const auto load_kv = [&](int t) {
     const int key0 = key_begin + t * kKeys, stage = t & 1;
     const PagesAhead<kKeys>* pages = kThreads == 32 ? &ahead : nullptr;
@@ -653,7 +686,9 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
     }
   };
   if (num_tiles > 0) {
-    if constexpr (kThreads == 32) ahead.fetch(locate, key_begin, key_end);
+    if constexpr (kOneWarp) {
+      if (key_begin != guess.key_begin || key_end != guess.key_end) ahead.fetch(locate, key_begin, key_end);
+    }
     load_kv(0);
     if constexpr (kThreads == 32) {
       if (num_tiles > 1) ahead.fetch(locate, key_begin + kKeys, key_end);
