@@ -155,6 +155,23 @@ std::vector<AttentionCase> decode_cases() {
     }
     cases.push_back(c);
   }
+  // The copies' page lookups (PagesAhead): unsplit requests of hundreds of 16-key tiles
+  // on pages of 16 and 64 keys take their pages a window of 32 tiles ahead (a request of
+  // 5000 keys crosses nine windows and ends mid-tile; one of 1056 ends where a window
+  // does), 16-bit and fp8; with a window of keys starting mid-page, the pages of
+  // each tile's rows (row mode).
+  for (int v = 0; v < 4; ++v) {
+    AttentionCase c = longest;
+    c.name = std::array{"page_window_16", "page_window_16_fp8", "page_rows_window_64", "page_window_64_fp8"}[v];
+    c.seed = 91 + v;
+    c.qo_lens.assign(4, 1);
+    c.kv_lens = {5000, 1, 1056, 527};
+    c.page_size = v < 2 ? 16 : 64;
+    c.split.disable_split_kv = true;
+    if (v % 2 == 1) c.kv_dtype = DType::kE4M3;
+    if (v == 2) c.options.window_left = 1000;
+    cases.push_back(c);
+  }
   return cases;
 }
 

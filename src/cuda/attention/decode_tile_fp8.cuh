@@ -104,7 +104,7 @@ __device__ __forceinline__ void copy_fp8_tile(unsigned stage, const KeyLocator& 
     std::uint32_t slot0;
     locate.page_size.divmod(std::uint32_t(key0), &slot0);
     if (slot0 + kKeys <= locate.page_size.divisor) {
-      const KeySlot first{__shfl_sync(0xffffffffu, ahead.lane_page, 0), std::int64_t(slot0)};
+      const KeySlot first{ahead.tile_page(key0), std::int64_t(slot0)};
       const int r0 = lane / kUnitsPerRow;
       const char* k_src = k_row(first) + r0 * k_row.stride_token + unit * kUnit;
       const char* v_src = v_row(first) + r0 * v_row.stride_token + unit * kUnit;
@@ -198,7 +198,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
   const KeyLocator locate{p.kv_indices ? p.kv_indices + item.kv_base : nullptr, p.page_size};
   PagesAhead<kKeys> ahead;  // the pages of the next tile to load, one load ahead
   const ItemKeys guess = item_keys_ahead<kItemWarps>(item, kKeys);
-  if (guess.key_end > guess.key_begin) ahead.fetch(locate, guess.key_begin, guess.key_end);
+  if (guess.key_end > guess.key_begin) ahead.start(locate, guess.key_begin, guess.key_end);
   const detail::RequestInfo r = p.requests[item.request];
   const int lane = kItemWarps ? int(threadIdx.x) % 32 : int(threadIdx.x), g = lane / 4, t4 = lane % 4;
   unsigned char* smem = kItemWarps ? smem_cta + int(threadIdx.x) / 32 * S::kTileBytes : smem_cta;
@@ -247,8 +247,10 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
 #pragma unroll
   for (int t = 0; t < kStages - 1; ++t) {
     if (t < num_tiles) {
-      if (t > 0 || key_begin != guess.key_begin || key_end != guess.key_end) {
+      if (t > 0) {
         ahead.fetch(locate, key_begin + t * kKeys, key_end);
+      } else if (key_begin != guess.key_begin || key_end != guess.key_end) {
+        ahead.start(locate, key_begin, key_end);
       }
       load_kv(t);
     }

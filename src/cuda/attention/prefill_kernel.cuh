@@ -255,7 +255,7 @@ __device__ __forceinline__ void copy_key_rows(unsigned char* tile, unsigned char
     std::uint32_t slot0;
     locate.page_size.divmod(std::uint32_t(key0), &slot0);
     if (slot0 + kKeys <= locate.page_size.divisor) {
-      const KeySlot first{__shfl_sync(0xffffffffu, ahead->lane_page, 0), std::int64_t(slot0)};
+      const KeySlot first{ahead->tile_page(key0), std::int64_t(slot0)};
       const int r0 = tile_thread<kItemWarps>() / kUnits, c = tile_thread<kItemWarps>() % kUnits;
       constexpr int kRowsPerStep = kThreads / kUnits;
       const char* k_src = key_row(first) + r0 * key_row.stride_token + c * kUnitBytes;
@@ -642,7 +642,7 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
   ItemKeys guess{};
   if constexpr (kOneWarp) {
     guess = item_keys_ahead<kItemWarps>(item, kKeys);
-    if (guess.key_end > guess.key_begin) ahead.fetch(locate, guess.key_begin, guess.key_end);
+    if (guess.key_end > guess.key_begin) ahead.start(locate, guess.key_begin, guess.key_end);
   }
   const detail::RequestInfo r = p.requests[item.request];
   // Warps of a larger tile split its rows; the one-warp tile's CTA holds item_warps
@@ -687,7 +687,7 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
   };
   if (num_tiles > 0) {
     if constexpr (kOneWarp) {
-      if (key_begin != guess.key_begin || key_end != guess.key_end) ahead.fetch(locate, key_begin, key_end);
+      if (key_begin != guess.key_begin || key_end != guess.key_end) ahead.start(locate, key_begin, key_end);
     }
     load_kv(0);
     if constexpr (kThreads == 32) {
