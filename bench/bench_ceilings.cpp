@@ -19,6 +19,7 @@ int main(int argc, char** argv) try {
   const std::size_t read_bytes = args.quick ? std::size_t(1) << 30 : std::size_t(4) << 30;
   std::vector<Ceiling> read_variants;
   const Ceiling read = measure_read_bandwidth(read_bytes, &read_variants);
+  const std::vector<Ceiling> read_patterns = measure_read_patterns(read_bytes);
   const Ceiling copy = measure_copy_bandwidth(std::size_t(2) << 30);
   const Ceiling copy_kernel = measure_copy_kernel_bandwidth(std::size_t(2) << 30);
   const Ceiling gemm = measure_gemm_bf16(8192, 8192, 8192);
@@ -38,6 +39,7 @@ int main(int argc, char** argv) try {
   };
   for (const Ceiling& v : read_variants) row(v, "read variant");
   row(read, "read_bandwidth");
+  for (const Ceiling& v : read_patterns) row(v, "read pattern");
   row(copy, "copy_bandwidth");
   row(copy_kernel, "copy_kernel_bandwidth");
   row(gemm, "gemm_bf16");

@@ -129,6 +129,42 @@ __global__ void __launch_bounds__(kThreads)
   for (; i < n; i += stride) cuda::ptx::st_v4(dst + i, cuda::ptx::ld_stream_v4(src + i));
 }
 
+// Reads shaped like a decode kernel's, to tell what an access pattern costs by itself.
+// A stream is a group of kGroup warps reading rows of kRowBytes (a multiple of 256) one
+// after the other, row_stride bytes apart: every warp-wide load takes 512 bytes (two
+// 256-byte pieces, or 512 contiguous bytes of one row), and each lane keeps kUnroll
+// 16-byte loads in flight. Warp m of a group takes every kGroup-th step. Streams are
+// laid out as `heads` streams interleaved in each row (the KV heads of a token row of
+// an NHD page: stream s at (s / heads) * stream_offset + (s % heads) * row_bytes), or
+// one per region (heads 1).
+template <int kUnroll, int kGroup, int kRowBytes = 256>
+__global__ void __launch_bounds__(kThreads)
+    read_streams_kernel(const char* __restrict__ p, std::size_t stream_rows, std::size_t row_stride,
+                        std::size_t stream_offset, int heads, unsigned long long* __restrict__ out) {
+  const std::size_t warp = (std::size_t(blockIdx.x) * kThreads + threadIdx.x) / 32;
+  const int lane = int(threadIdx.x % 32);
+  const std::size_t stream = warp / kGroup;
+  const int member = int(warp % kGroup);
+  const char* base = p + (stream / heads) * stream_offset + (stream % heads) * std::size_t(kRowBytes);
+  // One step: 512 bytes per warp-wide load; a lane's 16 bytes at (row, col) of the step.
+  constexpr int kPerRow = kRowBytes / 16;  // 16-byte vectors per row (a power of two)
+  const std::size_t vecs = stream_rows * kPerRow;
+  std::uint32_t acc = 0;
+  for (std::size_t v0 = (std::size_t(member) * kUnroll) * 32; v0 < vecs; v0 += std::size_t(kGroup) * kUnroll * 32) {
+    uint4 v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::size_t i = min(v0 + std::size_t(u) * 32 + lane, vecs - 1);
+      const std::size_t row = i / kPerRow, col = i % kPerRow;
+      v[u] = cuda::ptx::ld_nc_na_v4(base + row * row_stride + col * 16);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) acc += v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  }
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  if (lane == 0) atomicAdd(out, (unsigned long long)acc);
+}
+
 Timing summarize(std::vector<float> ms) {
   Timing t;
   if (ms.empty()) return t;
@@ -357,6 +393,45 @@ Ceiling measure_read_of(std::size_t bytes, GpuTimer& timer, int runs) {
   const Timing& t = first ? grid_stride : tiles;
   return {"read_of_size", double(bytes) / (t.median_us * 1e3), "GB/s", t,
           first ? "grid-stride, unroll 4, no L2 hint, 8 blocks/SM" : "tiles, unroll 8, no L2 hint"};
+}
+
+std::vector<Ceiling> measure_read_patterns(std::size_t bytes) {
+  bytes = bytes / (std::size_t(1) << 20) * (std::size_t(1) << 20);
+  DeviceBuffer buf(bytes), out(sizeof(unsigned long long));
+  fill_random_bits(buf.p, bytes, 0x5EED);
+  GpuTimer timer;
+  const int sms = sm_count();
+  const char* src = static_cast<const char*>(buf.p);
+  auto* acc = static_cast<unsigned long long*>(out.p);
+  std::vector<Ceiling> result;
+  // warps: 8 per SM, as the decode tiles run. Each case reads all `bytes` once.
+  const std::size_t warps = std::size_t(sms) * 8;
+  const unsigned blocks = unsigned(warps * 32 / kThreads);
+  const auto run = [&](const char* name, auto launch) {
+    const Timing t = timer.time([&] { launch(); }, 3, 20, false);
+    result.push_back({"read_pattern", double(bytes) / (t.median_us * 1e3), "GB/s", t, name});
+  };
+  // One contiguous region per warp (a decode warp's keys of a contiguous HND cache):
+  // 8 KB (16 x 512 B) and 16 KB in flight per warp, as one and two 16-key bf16 tiles.
+  const std::size_t per_warp_rows = bytes / warps / 256;
+  run("1056 warp streams, 256 B rows back to back, 8 KB in flight per warp", [&] {
+    read_streams_kernel<16, 1><<<blocks, kThreads>>>(src, per_warp_rows, 256, per_warp_rows * 256, 1, acc);
+  });
+  run("1056 warp streams, 256 B rows back to back, 16 KB in flight per warp", [&] {
+    read_streams_kernel<32, 1><<<blocks, kThreads>>>(src, per_warp_rows, 256, per_warp_rows * 256, 1, acc);
+  });
+  // One region per CTA of 8 warps taking its steps in turn (cuDNN's shape: one stream
+  // per SM, 64 KB per step of the CTA).
+  run("132 CTA streams of 8 warps, 8 KB in flight per warp", [&] {
+    read_streams_kernel<16, 8><<<blocks, kThreads>>>(src, per_warp_rows * 8, 256, per_warp_rows * 8 * 256, 1, acc);
+  });
+  // A paged NHD cache of 8 KV heads with pages in order: warp (request, head) reads the
+  // head's 256-byte piece of every 2 KB token row (8 warps share each region).
+  run("1056 warp streams, 256 B pieces 2 KB apart (NHD heads), 16 KB in flight per warp", [&] {
+    read_streams_kernel<32, 1><<<blocks, kThreads>>>(src, per_warp_rows, 2048, per_warp_rows * 2048, 8, acc);
+  });
+  KVINFER_CUDA_CHECK(cudaGetLastError());
+  return result;
 }
 
 Ceiling measure_copy_bandwidth(std::size_t bytes) {

@@ -87,6 +87,10 @@ Ceiling measure_read_bandwidth(std::size_t bytes = std::size_t(4) << 30,
 // that many bytes once pays at that size, launch and ramp-up included; GB/s = bytes /
 // time.
 Ceiling measure_read_of(std::size_t bytes, GpuTimer& timer, int runs = 20);
+// Reads of `bytes` shaped like the decode tiles' (8 warps per SM, each warp or CTA
+// streaming its own region, or the 256-byte head pieces of NHD token rows), to tell
+// what the access pattern alone costs against the read bandwidth. GB/s = bytes / time.
+std::vector<Ceiling> measure_read_patterns(std::size_t bytes = std::size_t(4) << 30);
 // Device-to-device cudaMemcpyAsync of `bytes`; GB/s counts bytes read + written.
 Ceiling measure_copy_bandwidth(std::size_t bytes = std::size_t(2) << 30);
 // The same with a 16-byte-vector copy kernel (a second opinion on the copy ceiling).
