@@ -104,7 +104,7 @@ __device__ __forceinline__ void copy_fp8_tile(unsigned stage, const KeyLocator& 
     std::uint32_t slot0;
     locate.page_size.divmod(std::uint32_t(key0), &slot0);
     if (slot0 + kKeys <= locate.page_size.divisor) {
-      const KeySlot first{ahead.tile_page(key0), std::int64_t(slot0)};
+      const KeySlot first{ahead.tile_page(), std::int64_t(slot0)};
       const int r0 = lane / kUnitsPerRow;
       const char* k_src = k_row(first) + r0 * k_row.stride_token + unit * kUnit;
       const char* v_src = v_row(first) + r0 * v_row.stride_token + unit * kUnit;
@@ -198,7 +198,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
   const KeyLocator locate{p.kv_indices ? p.kv_indices + item.kv_base : nullptr, p.page_size};
   PagesAhead<kKeys> ahead;  // the pages of the next tile to load, one load ahead
   const ItemKeys guess = item_keys_ahead<kItemWarps>(item, kKeys);
-  if (guess.key_end > guess.key_begin) ahead.start(locate, guess.key_begin, guess.key_end);
+  if (guess.key_end > guess.key_begin) ahead.start(locate, guess.key_begin, guess.tile_step(kKeys), guess.key_end);
   const detail::RequestInfo r = p.requests[item.request];
   const int lane = kItemWarps ? int(threadIdx.x) % 32 : int(threadIdx.x), g = lane / 4, t4 = lane % 4;
   unsigned char* smem = kItemWarps ? smem_cta + int(threadIdx.x) / 32 * S::kTileBytes : smem_cta;
@@ -206,10 +206,11 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
   const int group = p.group_size;
 
   ItemKeys keys = item_keys(p, item, r, nullptr);
-  if constexpr (kItemWarps) keys.keep_warp_share(int(threadIdx.x) / 32, int(blockDim.x) / 32, kKeys);
+  if constexpr (kItemWarps) keys.keep_warp_turns(int(threadIdx.x) / 32, int(blockDim.x) / 32, kKeys);
   const detail::RequestMask& mask = keys.mask;
   const int key_begin = keys.key_begin, key_end = keys.key_end;
   const int num_tiles = keys.num_tiles(kKeys);
+  const int step = kItemWarps ? keys.tile_step(kKeys) : kKeys;  // tile t: key_begin + t * step
 
   if ((static_cast<unsigned>(__cvta_generic_to_shared(smem)) & 127u) != 0) __trap();
   unsigned char* sq = smem + S::q;
@@ -230,7 +231,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
                                      p.v_stride_token | p.v_stride_head)) &
                      15u) == 0;
   const auto load_kv = [&](int t) {
-    const int key0 = key_begin + t * kKeys;
+    const int key0 = key_begin + t * step;
     const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(stage_of(t)));
     const auto copy = [&](auto paged, auto unit) {
       copy_fp8_tile<D, kKeys, decltype(paged)::value, decltype(unit)::value>(dst, locate, k_row, v_row, key0,
@@ -248,15 +249,15 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
   for (int t = 0; t < kStages - 1; ++t) {
     if (t < num_tiles) {
       if (t > 0) {
-        ahead.fetch(locate, key_begin + t * kKeys, key_end);
+        ahead.fetch(locate, key_begin + t * step, key_end);
       } else if (key_begin != guess.key_begin || key_end != guess.key_end) {
-        ahead.start(locate, key_begin, key_end);
+        ahead.start(locate, key_begin, step, key_end);
       }
       load_kv(t);
     }
     ptx::cp_async_commit();
   }
-  if (kStages - 1 < num_tiles) ahead.fetch(locate, key_begin + (kStages - 1) * kKeys, key_end);
+  if (kStages - 1 < num_tiles) ahead.fetch(locate, key_begin + (kStages - 1) * step, key_end);
   ptx::cp_async_wait_group<kStages - 1>();  // Q
   tile_sync<kItemWarps>();
 
@@ -299,11 +300,11 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
   for (int c = 0; c < C; ++c) o[0][c][0] = o[0][c][1] = o[0][c][2] = o[0][c][3] = 0.0f;
 
   for (int t = 0; t < num_tiles; ++t) {
-    const int key0 = key_begin + t * kKeys;
+    const int key0 = key_begin + t * step;
     // Tile t + kStages - 1 goes into the stage tile t - 1 used (released by the
     // barrier that ended the previous iteration).
     if (t + kStages - 1 < num_tiles) load_kv(t + kStages - 1);
-    if (t + kStages < num_tiles) ahead.fetch(locate, key0 + kStages * kKeys, key_end);
+    if (t + kStages < num_tiles) ahead.fetch(locate, key0 + kStages * step, key_end);
     ptx::cp_async_commit();
     ptx::cp_async_wait_group<kStages - 1>();
     tile_sync<kItemWarps>();

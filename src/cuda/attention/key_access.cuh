@@ -39,7 +39,8 @@ struct KeyLocator {
 
 // The pages of a one-warp CTA's KV tiles, looked up ahead of the copies, which then
 // take them by shuffle instead of waiting for page-table loads (whose misses would
-// stall the warp before it computes the tile already in shared memory). The CTA
+// stall the warp before it computes the tile already in shared memory). The warp's
+// tiles start `step` keys apart (kKeys, or more where item warps take turns). The CTA
 // calls start() for its first tile, then fetch() for each later tile in order, each
 // before that tile's copies and after the previous tile's.
 //
@@ -53,32 +54,38 @@ struct KeyLocator {
 template <int kKeys>
 struct PagesAhead {
   static constexpr int kWindow = 32;  // tiles per window: one per lane
-  std::int32_t lane_page = 0;  // row mode: row lane % kKeys; window mode: tile window_key0 / kKeys + lane
+  std::int32_t lane_page = 0;  // row mode: row lane % kKeys; window mode: tile window_tile0 + lane
   std::int32_t next_page = 0;  // window mode: the next window's tile
   int window_key0 = -1;        // the window's first key (window mode), or -1 (row mode)
+  int window_step = 0;         // window mode: keys between the warp's tiles
+  int in_window = 0;           // window mode: the tile last fetched, within the window
 
-  __device__ __forceinline__ void start(const KeyLocator& locate, int key_begin, int key_end) {
+  __device__ __forceinline__ void start(const KeyLocator& locate, int key_begin, int step, int key_end) {
     if (locate.pages == nullptr) return;
     const int lane = int(threadIdx.x % 32);
     if (locate.page_size.divisor % kKeys == 0 && key_begin % kKeys == 0) {
       window_key0 = key_begin;
-      lane_page = locate.page_of(min(key_begin + lane * kKeys, key_end - 1));
-      next_page = locate.page_of(min(key_begin + (kWindow + lane) * kKeys, key_end - 1));
+      window_step = step;
+      in_window = 0;
+      lane_page = locate.page_of(min(key_begin + lane * step, key_end - 1));
+      next_page = locate.page_of(min(key_begin + (kWindow + lane) * step, key_end - 1));
     } else {
       window_key0 = -1;
       lane_page = locate.page_of(min(key_begin + lane % kKeys, key_end - 1));
     }
   }
-  // The tile of rows [key0, key0 + kKeys) (rows past key_end take the last key's page).
+  // The warp's next tile, rows [key0, key0 + kKeys) (rows past key_end take the last
+  // key's page).
   __device__ __forceinline__ void fetch(const KeyLocator& locate, int key0, int key_end) {
     static_assert(kKeys <= 32, "one row per lane");
     if (locate.pages == nullptr) return;
     const int lane = int(threadIdx.x % 32);
     if (window_key0 >= 0) {
-      if (key0 - window_key0 >= kWindow * kKeys) {  // the next window's first tile
+      if (++in_window == kWindow) {  // the next window's first tile
+        in_window = 0;
         lane_page = next_page;
-        window_key0 += kWindow * kKeys;
-        next_page = locate.page_of(min(window_key0 + (kWindow + lane) * kKeys, key_end - 1));
+        window_key0 += kWindow * window_step;
+        next_page = locate.page_of(min(window_key0 + (kWindow + lane) * window_step, key_end - 1));
       }
     } else {
       lane_page = locate.page_of(min(key0 + lane % kKeys, key_end - 1));
@@ -88,9 +95,9 @@ struct PagesAhead {
   __device__ __forceinline__ KeySlot slot(const KeyLocator& locate, int key, int row) const {
     return locate.on_page(key, __shfl_sync(0xffffffffu, lane_page, row));
   }
-  // The page of the tile last fetched, starting at key0, where its rows lie on one page.
-  __device__ __forceinline__ std::int32_t tile_page(int key0) const {
-    return __shfl_sync(0xffffffffu, lane_page, window_key0 >= 0 ? (key0 - window_key0) / kKeys : 0);
+  // The page of the tile last fetched, where its rows lie on one page.
+  __device__ __forceinline__ std::int32_t tile_page() const {
+    return __shfl_sync(0xffffffffu, lane_page, window_key0 >= 0 ? in_window : 0);
   }
 };
 

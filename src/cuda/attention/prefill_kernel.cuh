@@ -161,21 +161,22 @@ struct ItemKeys {
   detail::RequestMask mask;
   int key_begin, key_end;
   int full_lo, full_end;
+  int step = 0;  // keys from one of this warp's tiles to its next (keep_warp_turns); 0: back to back
+  __device__ __forceinline__ int tile_step(int keys_per_tile) const { return step > 0 ? step : keys_per_tile; }
   __device__ __forceinline__ int num_tiles(int keys_per_tile) const {
-    return key_end > key_begin ? (key_end - key_begin + keys_per_tile - 1) / keys_per_tile : 0;
+    const int s = tile_step(keys_per_tile);
+    return key_end > key_begin ? (key_end - key_begin + s - 1) / s : 0;
   }
   __device__ __forceinline__ bool needs_mask(int key0, int keys_per_tile) const {
     return key0 < full_lo || key0 + keys_per_tile > full_end;
   }
-  // Warp w of `warps` (item warps): whole tiles of the keys, the first warps a tile
-  // more where they do not divide evenly; a warp past the keys gets none.
-  __device__ __forceinline__ void keep_warp_share(int w, int warps, int keys_per_tile) {
-    const int tiles = num_tiles(keys_per_tile), base = tiles / warps, extra = tiles % warps;
-    const int first = w * base + min(w, extra), count = base + (w < extra ? 1 : 0);
-    const int begin = key_begin + first * keys_per_tile;
-    key_end = count > 0 ? min(key_end, begin + count * keys_per_tile) : begin;
-    key_begin = count > 0 ? begin : key_end;
-    full_end = min(full_end, key_end);
+  // Warp w of `warps` (item warps): tiles w, w + warps, w + 2 warps, ... of the keys, so
+  // that the CTA's warps copy neighbouring tiles at about the same time (one stream of
+  // requests per CTA rather than one per warp); a warp past the last tile gets none.
+  __device__ __forceinline__ void keep_warp_turns(int w, int warps, int keys_per_tile) {
+    const int tiles = num_tiles(keys_per_tile);
+    step = warps * keys_per_tile;
+    key_begin = w < tiles ? key_begin + w * keys_per_tile : key_end;
   }
 };
 __device__ __forceinline__ ItemKeys item_keys(const AttentionKernelParams& p, const detail::WorkItem& item,
@@ -206,7 +207,7 @@ __device__ __forceinline__ ItemKeys item_keys_ahead(const detail::WorkItem& item
   k.key_end = item.kv_end;
   k.full_lo = k.key_begin;
   k.full_end = k.key_end;
-  if constexpr (kItemWarps) k.keep_warp_share(int(threadIdx.x) / 32, int(blockDim.x) / 32, keys_per_tile);
+  if constexpr (kItemWarps) k.keep_warp_turns(int(threadIdx.x) / 32, int(blockDim.x) / 32, keys_per_tile);
   return k;
 }
 
@@ -255,7 +256,7 @@ __device__ __forceinline__ void copy_key_rows(unsigned char* tile, unsigned char
     std::uint32_t slot0;
     locate.page_size.divmod(std::uint32_t(key0), &slot0);
     if (slot0 + kKeys <= locate.page_size.divisor) {
-      const KeySlot first{ahead->tile_page(key0), std::int64_t(slot0)};
+      const KeySlot first{ahead->tile_page(), std::int64_t(slot0)};
       const int r0 = tile_thread<kItemWarps>() / kUnits, c = tile_thread<kItemWarps>() % kUnits;
       constexpr int kRowsPerStep = kThreads / kUnits;
       const char* k_src = key_row(first) + r0 * key_row.stride_token + c * kUnitBytes;
@@ -642,7 +643,7 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
   ItemKeys guess{};
   if constexpr (kOneWarp) {
     guess = item_keys_ahead<kItemWarps>(item, kKeys);
-    if (guess.key_end > guess.key_begin) ahead.start(locate, guess.key_begin, guess.key_end);
+    if (guess.key_end > guess.key_begin) ahead.start(locate, guess.key_begin, guess.tile_step(kKeys), guess.key_end);
   }
   const detail::RequestInfo r = p.requests[item.request];
   // Warps of a larger tile split its rows; the one-warp tile's CTA holds item_warps
@@ -653,10 +654,11 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
   const int group = p.group_size;
 
   ItemKeys keys = item_keys(p, item, r, kGeneral && p.custom_mask ? p.custom_mask + r.mask_offset : nullptr);
-  if constexpr (kItemWarps) keys.keep_warp_share(int(threadIdx.x) / 32, int(blockDim.x) / 32, kKeys);
+  if constexpr (kItemWarps) keys.keep_warp_turns(int(threadIdx.x) / 32, int(blockDim.x) / 32, kKeys);
   const detail::RequestMask& mask = keys.mask;
   const int key_begin = keys.key_begin, key_end = keys.key_end;
   const int num_tiles = keys.num_tiles(kKeys);
+  const int step = kItemWarps ? keys.tile_step(kKeys) : kKeys;  // tile t: key_begin + t * step
 
   // The swizzled addressing (SwizzledLane) needs 128-byte aligned tiles.
   if ((static_cast<unsigned>(__cvta_generic_to_shared(smem)) & 127u) != 0) __trap();
@@ -674,7 +676,7 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
                      p.v_stride_page * elem, p.v_stride_token * elem};
   // Tile t lands in stage t % 2 (compute tiles for 16-bit KV, staging tiles for fp8).
   const auto load_kv = [&](int t) {
-    const int key0 = key_begin + t * kKeys, stage = t & 1;
+    const int key0 = key_begin + t * step, stage = t & 1;
     const PagesAhead<kKeys>* pages = kThreads == 32 ? &ahead : nullptr;
     if constexpr (L::kStaged) {
       unsigned char* raw = smem + L::raw + stage * L::raw_stage;
@@ -687,11 +689,11 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
   };
   if (num_tiles > 0) {
     if constexpr (kOneWarp) {
-      if (key_begin != guess.key_begin || key_end != guess.key_end) ahead.start(locate, key_begin, key_end);
+      if (key_begin != guess.key_begin || key_end != guess.key_end) ahead.start(locate, key_begin, step, key_end);
     }
     load_kv(0);
     if constexpr (kThreads == 32) {
-      if (num_tiles > 1) ahead.fetch(locate, key_begin + kKeys, key_end);
+      if (num_tiles > 1) ahead.fetch(locate, key_begin + step, key_end);
     }
   }
   ptx::cp_async_commit();
@@ -741,13 +743,13 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
   }
 
   for (int t = 0; t < num_tiles; ++t) {
-    const int key0 = key_begin + t * kKeys;
+    const int key0 = key_begin + t * step;
     const int stage = t & 1;
     // The next tile streams in while this one is computed (its stage was released by
     // the barrier that ended the previous iteration).
     if (t + 1 < num_tiles) load_kv(t + 1);
     if constexpr (kThreads == 32) {
-      if (t + 2 < num_tiles) ahead.fetch(locate, key0 + 2 * kKeys, key_end);
+      if (t + 2 < num_tiles) ahead.fetch(locate, key0 + 2 * step, key_end);
     }
     ptx::cp_async_commit();
     ptx::cp_async_wait_group<1>();
