@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Item warps: the decode tile's CTA may run one work item on W warps
-// (Schedule::item_warps), each warp the one-warp tile over its own W-th of the item's
-// keys with its own shared memory. Where a request's keys would otherwise be split
+// (Schedule::item_warps), each warp the one-warp tile over every W-th of the item's
+// 16-key tiles (warp w: tiles w, w + W, ...) with its own shared memory. Where a request's keys would otherwise be split
 // into W chunks, its partial states then meet in the CTA's shared memory instead of
 // global memory and a merge kernel: each warp leaves its normalised state in its
 // K/V stages (free once its last tile is done) and the CTA's threads merge them into
