@@ -387,10 +387,9 @@ void launch_scatter(std::string_view op, PartDesc* parts, int num_parts, const P
 
 }  // namespace
 
-// Measured on the H200 (bench/NOTES.md, 5000-token append, cold L2) before the
-// register kernel was restructured (one lookup per token, data loads issued before
-// the index chain, index arrays prefetched): registers_x4 13.1 us, cp_async_x8_prefetch
-// 13.5 us, registers_x8 14.1 us. The restructured kernels are not measured yet.
+// Measured on the H200 (docs/performance.md, 5000-token append, cold L2):
+// registers_x4 12.8-12.9 us, registers_x8 13.3-13.5 us, cp_async_x8_prefetch 13.4-14.4 us;
+// a cudaMemcpy of the same bytes 11.5 us.
 AppendKernel default_append_kernel() {
   return AppendKernel::kRegisters4;
 }
