@@ -155,6 +155,35 @@ std::vector<AttentionCase> decode_cases() {
     }
     cases.push_back(c);
   }
+  // The key-row decode tile (decode_tile_kq.cuh: head_dim 256, groups 2 and more,
+  // 16-bit KV): group 4 with a request ending mid-tile, an empty one and a one-token one;
+  // group 8 over one long request split automatically (fp16); group 16 (two 8-row items
+  // per token) on HND pages of 5 with a window.
+  for (int v = 0; v < 3; ++v) {
+    AttentionCase c = longest;
+    c.name = std::array{"kq_d256_group4", "kq_d256_group8_long_split", "kq_d256_group16_hnd_window"}[v];
+    c.head_dim_qk = c.head_dim_vo = 256;
+    c.with_lse = true;
+    c.seed = 101 + v;
+    if (v == 0) {
+      c.qo_lens.assign(5, 1);
+      c.kv_lens = {3001, 16, 0, 777, 1};
+    } else if (v == 1) {
+      c.q_dtype = c.kv_dtype = c.o_dtype = DType::kF16;
+      c.num_qo_heads = 16;
+      c.num_kv_heads = 2;
+    } else {
+      c.num_qo_heads = 32;
+      c.num_kv_heads = 2;
+      c.qo_lens.assign(2, 1);
+      c.kv_lens = {1500, 33};
+      c.layout = KVLayout::kHND;
+      c.page_size = 5;
+      c.combined_cache = false;
+      c.options.window_left = 400;
+    }
+    cases.push_back(c);
+  }
   // The copies' page lookups (PagesAhead): unsplit requests of hundreds of 16-key tiles
   // on pages of 16 and 64 keys take their pages a window of 32 tiles ahead (a request of
   // 5000 keys crosses nine windows and ends mid-tile; one of 1056 ends where a window

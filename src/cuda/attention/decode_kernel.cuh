@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "cuda/attention/attention_kernel_params.cuh"
+#include "cuda/attention/decode_tile_kq.cuh"
 #include "cuda/attention/key_access.cuh"
 #include "cuda/attention/math.cuh"
 #include "cuda/check.cuh"
@@ -335,9 +336,25 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decod
   }
 }
 
+// Whether an instance's items of q_tile_rows rows run the key-row tensor-core tile
+// (decode_tile_kq.cuh) rather than this kernel: head groups of 2 or more at head_dim
+// 256, where this kernel is bound by issuing its multiply-adds. Known when planning
+// (for the occupancy); RoPE, ALiBi and the soft cap, known only at launch, stay here.
+template <class TQ, class TKV, int D>
+bool kq_decode_tile(int q_tile_rows) {
+  return kHasKqDecodeTile<TQ, TKV, D> && q_tile_rows >= 2;
+}
+
 // Launches the decode kernel for an item tile of up to kRows query rows.
 template <class TQ, class TKV, class TO, int D>
 void launch_decode(const AttentionKernelParams& p, int q_tile_rows, std::int64_t grid, cudaStream_t stream) {
+  if constexpr (kHasKqDecodeTile<TQ, TKV, D>) {
+    const bool plain_logits = !p.rope && p.alibi_slopes == nullptr && p.logits_soft_cap <= 0.0f;
+    if (kq_decode_tile<TQ, TKV, D>(q_tile_rows) && plain_logits) {
+      DecodeKqKernel<TQ, TO, D>::launch(p, grid, stream);
+      return;
+    }
+  }
   const dim3 blocks(static_cast<unsigned>(grid));
   switch (q_tile_rows) {
     case 1: decode_kernel<TQ, TKV, TO, D, 1><<<blocks, kDecodeThreads, 0, stream>>>(p); break;
@@ -350,6 +367,9 @@ void launch_decode(const AttentionKernelParams& p, int q_tile_rows, std::int64_t
 // Resident CTAs per multiprocessor of the kernel for a q tile (the planner's budget).
 template <class TQ, class TKV, class TO, int D>
 int decode_occupancy(int q_tile_rows) {
+  if constexpr (kHasKqDecodeTile<TQ, TKV, D>) {
+    if (kq_decode_tile<TQ, TKV, D>(q_tile_rows)) return DecodeKqKernel<TQ, TO, D>::occupancy();
+  }
   int blocks = 0;
   const auto query = [&](auto kernel) {
     KVINFER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kDecodeThreads, 0));

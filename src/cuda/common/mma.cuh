@@ -29,6 +29,21 @@ __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], unsigne
                : "r"(s));
 }
 
+// ldmatrix.sync.aligned.m8n8.x2.shared.b16: two 8x8 matrices (lanes 0..15 give the
+// row addresses; the others' must be valid shared addresses too).
+__device__ __forceinline__ void ldmatrix_x2(std::uint32_t (&r)[2], unsigned s) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(s));
+}
+
+// movmatrix.sync.aligned.m8n8.trans.b16: the transpose of an 8x8 matrix of 16-bit
+// elements held in fragment layout (lane: row lane / 4, columns 2 (lane % 4) + {0, 1}),
+// returned in the same layout.
+__device__ __forceinline__ std::uint32_t movmatrix_trans(std::uint32_t x) {
+  std::uint32_t y;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;" : "=r"(y) : "r"(x));
+  return y;
+}
+
 // mma.sync.aligned.m16n8k16.row.col.f32.{f16,bf16}: c += a * b.
 template <class T>
 __device__ __forceinline__ void m16n8k16(float (&c)[4], const std::uint32_t (&a)[4], std::uint32_t b0, std::uint32_t b1) {

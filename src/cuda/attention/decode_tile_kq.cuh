@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: Apache-2.0
+// The key-row decode tile: decode on tensor cores with the keys as the mma's M
+// dimension, S^T = K Q^T and O^T = V^T P^T, for items of up to 8 packed query rows
+// (one token of a head group of up to 8). The rows are the mma's N dimension (8), so
+// a 16-key tile costs D/16 mma for S and D/16 for O, and O^T takes D/4 accumulators
+// per lane where the 16-row tile (prefill_kernel.cuh, rows as M) takes D/2: at
+// head_dim 256 that is 64 registers instead of 128, which the 16-row tile cannot
+// spare (head_dim 256 ran on the CUDA-core kernel at 0.54 of the read bandwidth).
+// One warp per CTA; 16-bit KV of the query's type; plain logits (launch_decode keeps
+// RoPE, ALiBi and the soft cap on the CUDA-core kernel). K/V stream in 16-key tiles
+// through two shared-memory stages (cp.async), pages looked up ahead (PagesAhead).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <type_traits>
+
+#include "cuda/attention/prefill_kernel.cuh"
+
+namespace kvinfer::cuda {
+
+// Shared memory of one tile: Q (8 rows), two K stages, two V stages, each in the
+// swizzled row layout that ldmatrix reads without bank conflicts. The output is
+// staged in the K stages at the end.
+template <int D>
+struct DecodeKqTile {
+  static constexpr int kRows = 8;        // packed query rows: the mma's N
+  static constexpr int kKeys = 16;       // keys per tile: the mma's M
+  static constexpr int kSteps = D / 16;  // k-steps of S^T, 16-dim tiles of O^T
+  static constexpr int q = 0;
+  static constexpr int stage = kKeys * D * 2;  // bytes of one K or V tile
+  static constexpr int k = q + kRows * D * 2;
+  static constexpr int v = k + 2 * stage;
+  static constexpr int bytes = v + 2 * stage;
+  static constexpr int kOutStride = D + 4;  // floats per staged output row (conflict-free stores)
+  static_assert(kRows * kOutStride * 4 + kRows * 4 <= 2 * stage, "the staged output fits in the K stages");
+};
+
+// The instances that run this tile: 16-bit KV of the query's type.
+template <class TQ, class TKV, int D>
+inline constexpr bool kHasKqDecodeTile = std::is_same_v<TQ, TKV> && sizeof(TQ) == 2 && D == 256;
+
+template <class T, class TO, int D>
+__global__ void __launch_bounds__(32) decode_kq_kernel(const __grid_constant__ AttentionKernelParams p) {
+  using L = DecodeKqTile<D>;
+  constexpr int kKeys = L::kKeys;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const detail::WorkItem item = load_work_item(p.items + blockIdx.x);
+  if (unused_item(item)) return;  // grid sized for the capacity
+  const KeyLocator locate{p.kv_indices ? p.kv_indices + item.kv_base : nullptr, p.page_size};
+  // The first pages are looked up from the item alone, before the request's entry
+  // arrives (as in the 16-row tile), and again in the rare case that it clips them.
+  PagesAhead<kKeys> ahead;
+  const ItemKeys guess = item_keys_ahead<false>(item, kKeys);
+  if (guess.key_end > guess.key_begin) ahead.start(locate, guess.key_begin, kKeys, guess.key_end);
+  const detail::RequestInfo r = p.requests[item.request];
+  const int lane = int(threadIdx.x), g = lane / 4, t4 = lane % 4;
+  const int rows = item.row_end - item.row_begin;
+  const int group = p.group_size;
+  // Decode items hold one token per request, so every row sees the same keys: the
+  // only mask is the end of the last tile.
+  const ItemKeys keys = item_keys(p, item, r, nullptr);
+  const int key_begin = keys.key_begin, key_end = keys.key_end;
+  const int num_tiles = keys.num_tiles(kKeys);
+
+  if ((static_cast<unsigned>(__cvta_generic_to_shared(smem)) & 127u) != 0) __trap();
+  unsigned char* sq = smem + L::q;
+  load_tile16<32, L::kRows, D>(sq, [&](int i) { return packed_q_row(p, item, r, group, i); }, rows);
+  ptx::cp_async_commit();
+
+  const std::int64_t ragged_offset = p.kv_indices ? 0 : std::int64_t(item.kv_base);
+  const KeyRow k_row{static_cast<const char*>(p.k) + (item.kv_head * p.k_stride_head + ragged_offset * p.k_stride_token) * 2,
+                     p.k_stride_page * 2, p.k_stride_token * 2};
+  const KeyRow v_row{static_cast<const char*>(p.v) + (item.kv_head * p.v_stride_head + ragged_offset * p.v_stride_token) * 2,
+                     p.v_stride_page * 2, p.v_stride_token * 2};
+  // Tile t lands in stage t % 2; the page of tile t + 1 is fetched after tile t's copies.
+  const auto load_kv = [&](int t) {
+    const int key0 = key_begin + t * kKeys, stage = t & 1;
+    load_kv_tile<T, 32, kKeys, D, D>(smem + L::k + stage * L::stage, smem + L::v + stage * L::stage, locate, k_row,
+                                     v_row, key0, key_end - key0, &ahead);
+    if (t + 1 < num_tiles) ahead.fetch(locate, key0 + kKeys, key_end);
+  };
+  if (num_tiles > 0) {
+    if (key_begin != guess.key_begin || key_end != guess.key_end) ahead.start(locate, key_begin, kKeys, key_end);
+    load_kv(0);
+  }
+  ptx::cp_async_commit();
+  if (num_tiles > 1) load_kv(1);
+  ptx::cp_async_commit();
+  ptx::cp_async_wait_group<1>();  // Q and tile 0
+  __syncwarp();
+
+  // Q as the B operand of S^T (n = row lane / 4, k = dims 2 (lane % 4) + {0, 1} and + 8),
+  // held in registers for the whole item: ldmatrix of rows lane % 8, chunks 2 ks + lane / 8.
+  std::uint32_t qf[L::kSteps][2];
+  {
+    const SwizzledLane<D> q_lane(sq, lane % 8, (lane / 8) % 2);
+#pragma unroll
+    for (int ks = 0; ks < L::kSteps; ++ks) mma::ldmatrix_x2(qf[ks], q_lane.at(0, 2 * ks));
+  }
+  // Scores stay raw and the base-2 scale is folded into the exponent, unless it is
+  // negative (a negative k_scale), which would turn the maximum into a minimum.
+  const bool prescale = p.sm_scale_log2 < 0.0f;
+  const float sc = prescale ? 1.0f : p.sm_scale_log2;
+
+  // K as the A operand of S^T (rows = keys lane % 16, chunk + lane / 16); V^T as the A
+  // operand of O^T, read transposed (keys lane % 8 + 8 (lane / 16), chunk + (lane / 8) % 2).
+  const SwizzledLane<D> k_lane(smem + L::k, lane % 16, lane / 16);
+  const SwizzledLane<D> v_lane(smem + L::v, lane % 8 + 8 * (lane / 16), (lane / 8) % 2);
+
+  // O^T: tile m, c[0..3] = dims 16 m + g (+ 8 for c[2], c[3]) of rows 2 t4 (c[0], c[2])
+  // and 2 t4 + 1 (c[1], c[3]). The lane's two rows' maxima (base-2, scaled) and its
+  // share of their sums (its keys only; summed over the row's lanes at the end).
+  float o[L::kSteps][4];
+#pragma unroll
+  for (int m = 0; m < L::kSteps; ++m) o[m][0] = o[m][1] = o[m][2] = o[m][3] = 0.0f;
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f};
+
+  for (int t = 0; t < num_tiles; ++t) {
+    const int key0 = key_begin + t * kKeys;
+    const unsigned off = unsigned((t & 1) * L::stage);
+
+    // S^T = K Q^T: keys g and g + 8 of rows 2 t4, 2 t4 + 1. Even and odd k-steps
+    // accumulate separately (two chains of dependent mma instead of one).
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f}, s_odd[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+    for (int ks = 0; ks < L::kSteps; ++ks) {
+      std::uint32_t a[4];
+      mma::ldmatrix_x4(a, k_lane.at(0, 2 * ks, off));
+      mma::m16n8k16<T>(ks % 2 ? s_odd : s, a, qf[ks][0], qf[ks][1]);
+    }
+#pragma unroll
+    for (int e = 0; e < 4; ++e) s[e] = (s[e] + s_odd[e]) * (prescale ? p.sm_scale_log2 : 1.0f);
+    if (key0 + kKeys > key_end) {  // the copies zero-filled keys past the end
+      if (key0 + g >= key_end) s[0] = s[1] = -INFINITY;
+      if (key0 + g + 8 >= key_end) s[2] = s[3] = -INFINITY;
+    }
+
+    // Online softmax per row: the maximum over the tile's keys sits in the 8 lanes of
+    // equal lane % 4.
+    float mx[2] = {fmaxf(s[0], s[2]), fmaxf(s[1], s[3])};
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 4));
+      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 8));
+      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 16));
+    }
+    float base[2], rescale[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float m_new = fmaxf(row_max[h], mx[h] * sc);
+      base[h] = m_new == -INFINITY ? 0.0f : m_new;  // no key seen yet: every weight is 0
+      rescale[h] = exp2_approx(row_max[h] - base[h]);
+      row_max[h] = m_new;
+    }
+    const float p0 = exp2_approx(fmaf(s[0], sc, -base[0])), p1 = exp2_approx(fmaf(s[1], sc, -base[1]));
+    const float p2 = exp2_approx(fmaf(s[2], sc, -base[0])), p3 = exp2_approx(fmaf(s[3], sc, -base[1]));
+    row_sum[0] = row_sum[0] * rescale[0] + (p0 + p2);
+    row_sum[1] = row_sum[1] * rescale[1] + (p1 + p3);
+    // A row's maximum rarely moves after the first tiles: skip the rescale then.
+    if (__any_sync(0xffffffffu, rescale[0] != 1.0f || rescale[1] != 1.0f)) {
+#pragma unroll
+      for (int m = 0; m < L::kSteps; ++m) {
+        o[m][0] *= rescale[0];
+        o[m][2] *= rescale[0];
+        o[m][1] *= rescale[1];
+        o[m][3] *= rescale[1];
+      }
+    }
+
+    // P^T as the B operand of O^T (k = keys 2 t4 + {0, 1} and + 8, n = row g): the
+    // transposes of the score fragments of keys 0-7 and 8-15.
+    const std::uint32_t pb0 = mma::movmatrix_trans(mma::pack2<T>(p0, p1));
+    const std::uint32_t pb1 = mma::movmatrix_trans(mma::pack2<T>(p2, p3));
+#pragma unroll
+    for (int m = 0; m < L::kSteps; ++m) {
+      std::uint32_t a[4];
+      mma::ldmatrix_x4_trans(a, v_lane.at(0, 2 * m, off));
+      mma::m16n8k16<T>(o[m], a, pb0, pb1);
+    }
+
+    __syncwarp();  // every lane is done with this stage before tile t + 2 refills it
+    if (t + 2 < num_tiles) load_kv(t + 2);
+    ptx::cp_async_commit();
+    ptx::cp_async_wait_group<1>();  // tile t + 1
+    __syncwarp();
+  }
+
+  // Epilogue: each row's sum over its 8 lanes, then O (normalised, times v_scale) and
+  // the LSE staged in the K stages as [row][dim] floats, and written out in rows of
+  // 8-element pieces: the output, or the item's partial state where its request has
+  // several chunks.
+  ptx::cp_async_wait_all();
+  __syncwarp();
+  float norm[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float sum = row_sum[h];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 4);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 8);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 16);
+    row_sum[h] = sum;
+    norm[h] = sum > 0.0f ? p.v_scale / sum : 0.0f;
+  }
+  float* so = reinterpret_cast<float*>(smem + L::k);
+  float* slse = so + L::kRows * L::kOutStride;
+#pragma unroll
+  for (int m = 0; m < L::kSteps; ++m) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int row = 2 * t4 + e % 2, dim = 16 * m + g + 8 * (e / 2);
+      so[row * L::kOutStride + dim] = o[m][e] * norm[e % 2];
+    }
+  }
+  if (g == 0) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) slse[2 * t4 + h] = row_sum[h] > 0.0f ? row_max[h] + __log2f(row_sum[h]) : -INFINITY;
+  }
+  __syncwarp();
+  const bool split = r.num_chunks > 1;
+  constexpr int kPieces = D / 8;
+  for (int u = lane; u < rows * kPieces; u += 32) {
+    const int i = u / kPieces, e = (u % kPieces) * 8;
+    const float* src = so + i * L::kOutStride + e;
+    const float4 x0 = *reinterpret_cast<const float4*>(src), x1 = *reinterpret_cast<const float4*>(src + 4);
+    const PackedRow row = packed_row(p, item, group, i);
+    if (split) {
+      const std::int64_t prow = r.partial_begin + std::int64_t(item.chunk) * r.qo_len + row.token;
+      float* po = p.partial_o + (prow * p.num_qo_heads + row.head) * D + e;
+      *reinterpret_cast<float4*>(po) = x0;
+      *reinterpret_cast<float4*>(po + 4) = x1;
+      if (e == 0) p.partial_lse[prow * p.num_qo_heads + row.head] = slse[i];
+    } else {
+      const std::int64_t orow = r.qo_begin + row.token;
+      const float x[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+      TO packed[8];
+#pragma unroll
+      for (int k = 0; k < 8; ++k) packed[k] = from_float<TO>(x[k]);
+      *reinterpret_cast<uint4*>(static_cast<TO*>(p.o) + orow * p.o_stride_n + row.head * p.o_stride_h + e) =
+          *reinterpret_cast<const uint4*>(packed);
+      if (e == 0 && p.lse) p.lse[orow * p.lse_stride_n + row.head * p.lse_stride_h] = slse[i];
+    }
+  }
+}
+
+// Launch and occupancy of the tile (dynamic shared memory above 48 KiB allowed once).
+template <class T, class TO, int D>
+struct DecodeKqKernel {
+  static constexpr int kSmem = DecodeKqTile<D>::bytes;
+  static constexpr auto kernel = decode_kq_kernel<T, TO, D>;
+  static void prepare() {
+    static const bool done = [] {
+      KVINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+      return true;
+    }();
+    (void)done;
+  }
+  static void launch(const AttentionKernelParams& p, std::int64_t grid, cudaStream_t stream) {
+    prepare();
+    kernel<<<dim3(static_cast<unsigned>(grid)), 32, kSmem, stream>>>(p);
+  }
+  static int occupancy() {
+    prepare();
+    int blocks = 0;
+    KVINFER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, 32, kSmem));
+    return blocks;
+  }
+};
+
+}  // namespace kvinfer::cuda
