@@ -108,9 +108,10 @@ int decode_tile_rows(std::int64_t group) {
 // holds a GQA group's rows of one token. From 2 rows per KV head on, the CUDA-core
 // kernel is bound by issuing its multiply-adds (0.48-0.52 of the read bandwidth at
 // group 4, 0.80 at group 1) while this one streams at 0.81-0.95 (docs/performance.md).
-// head_dim 256 keeps the CUDA-core kernel: 128 accumulators per lane leave the
-// one-warp tile too few registers. The general logits (ALiBi, soft cap) run only on
-// the 64-row tiles, so they stay on the CUDA cores too.
+// head_dim 256 goes to the decode instances: 128 accumulators per lane leave the
+// one-warp tile too few registers, and launch_decode runs the key-row tile there
+// (decode_tile_kq.cuh; 64 accumulators). The general logits (ALiBi, soft cap) run
+// only on the 64-row tiles, so they stay on the CUDA cores.
 constexpr int kDecodeTileRows = 16;
 bool tensor_core_decode(const detail::AttentionProblem& pr) {
   const std::int64_t group = pr.group_size();
