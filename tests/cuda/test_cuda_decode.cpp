@@ -158,10 +158,12 @@ std::vector<AttentionCase> decode_cases() {
   // The key-row decode tile (decode_tile_kq.cuh: head_dim 256, groups 2 and more,
   // 16-bit KV): group 4 with a request ending mid-tile, an empty one and a one-token one;
   // group 8 over one long request split automatically (fp16); group 16 (two 8-row items
-  // per token) on HND pages of 5 with a window.
-  for (int v = 0; v < 3; ++v) {
+  // per token) on HND pages of 5 with a window; one query token per request of a ragged
+  // (contiguous) cache, as single_decode runs it.
+  for (int v = 0; v < 4; ++v) {
     AttentionCase c = longest;
-    c.name = std::array{"kq_d256_group4", "kq_d256_group8_long_split", "kq_d256_group16_hnd_window"}[v];
+    c.name = std::array{"kq_d256_group4", "kq_d256_group8_long_split", "kq_d256_group16_hnd_window",
+                        "kq_d256_ragged_one_token"}[v];
     c.head_dim_qk = c.head_dim_vo = 256;
     c.with_lse = true;
     c.seed = 101 + v;
@@ -172,7 +174,7 @@ std::vector<AttentionCase> decode_cases() {
       c.q_dtype = c.kv_dtype = c.o_dtype = DType::kF16;
       c.num_qo_heads = 16;
       c.num_kv_heads = 2;
-    } else {
+    } else if (v == 2) {
       c.num_qo_heads = 32;
       c.num_kv_heads = 2;
       c.qo_lens.assign(2, 1);
@@ -181,6 +183,10 @@ std::vector<AttentionCase> decode_cases() {
       c.page_size = 5;
       c.combined_cache = false;
       c.options.window_left = 400;
+    } else {
+      c.wrapper = Wrapper::kRaggedPrefill;
+      c.qo_lens.assign(3, 1);
+      c.kv_lens = {700, 1, 2500};
     }
     cases.push_back(c);
   }
