@@ -3,8 +3,9 @@
 // of the head group, KV chunk) per CTA. Memory-bound: every lane streams 8
 // elements of a key row per load, a key row is split over D/8 lanes, and each
 // warp runs several independent key streams with an online base-2 softmax per
-// query row; the streams and warps are merged at the end. Included only by the
-// instance files.
+// query row; the streams and warps are merged at the end. launch_decode runs the
+// key-row tensor-core tile (decode_tile_kq.cuh) instead where an instance has it.
+// Included only by the instance files.
 #pragma once
 
 #include <cuda_runtime.h>
