@@ -139,6 +139,13 @@ int main(int argc, char** argv) try {
     s.kv_dtype = DType::kE4M3;
     shapes.push_back(s);
   }
+  // head_dim 256 (the key-row tile) where a request is long or few share the device.
+  for (auto [b, l] : {std::pair{1, 32768}, {16, 8192}}) {
+    DecodeShape s = equal(b, l);
+    s.name += " d256";
+    s.head_dim = 256;
+    shapes.push_back(s);
+  }
   // The paging's cost: the same problems with the pages in order, and on the peers'
   // layout (one page per request, K and V apart, HND: torch SDPA's [B, Hk, L, D]).
   for (auto [b, l] : {std::pair{1, 32768}, {16, 8192}, {64, 4096}, {128, 2048}, {256, 1024}, {64, 16384}}) {
