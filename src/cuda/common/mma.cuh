@@ -29,8 +29,8 @@ __device__ __forceinline__ void ldmatrix_x4_trans(std::uint32_t (&r)[4], unsigne
                : "r"(s));
 }
 
-// ldmatrix.sync.aligned.m8n8.x2.shared.b16: two 8x8 matrices (lanes 0..15 give the
-// row addresses; the others' must be valid shared addresses too).
+// ldmatrix.sync.aligned.m8n8.x2.shared.b16: two 8x8 matrices; lanes 0..15 give the
+// row addresses (matrix i: lanes 8i..8i+7), the other lanes' are not used.
 __device__ __forceinline__ void ldmatrix_x2(std::uint32_t (&r)[2], unsigned s) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(s));
 }
