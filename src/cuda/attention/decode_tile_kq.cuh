@@ -39,7 +39,7 @@ struct DecodeKqTile {
 
 // The instances that run this tile: 16-bit KV of the query's type.
 template <class TQ, class TKV, int D>
-inline constexpr bool kHasKqDecodeTile = std::is_same_v<TQ, TKV> && sizeof(TQ) == 2 && D == 256;
+inline constexpr bool kHasKqDecodeTile = std::is_same_v<TQ, TKV> && sizeof(TQ) == 2;
 
 template <class T, class TO, int D>
 __global__ void __launch_bounds__(32) decode_kq_kernel(const __grid_constant__ AttentionKernelParams p) {

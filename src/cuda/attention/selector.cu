@@ -117,8 +117,9 @@ bool tensor_core_decode(const detail::AttentionProblem& pr) {
   const std::int64_t group = pr.group_size();
   // The fp8 tile converts K in registers, where RoPE cannot rotate it.
   const bool fp8_rope = is_fp8(pr.kv_dtype) && pr.pos_encoding == PosEncoding::kRopeLlama;
+  const bool key_row_tile = pr.kv_dtype == pr.q_dtype && group <= 8 && pr.pos_encoding == PosEncoding::kNone;
   return group >= 2 && group <= kDecodeTileRows && pr.head_dim_vo <= 128 && pr.pos_encoding != PosEncoding::kAlibi &&
-         pr.logits_soft_cap <= 0.0f && !fp8_rope;
+         pr.logits_soft_cap <= 0.0f && !fp8_rope && !key_row_tile;
 }
 
 // The general logits: custom mask, ALiBi, soft cap (a separate kernel, 64-row tiles only).
