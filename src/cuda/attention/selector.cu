@@ -26,6 +26,8 @@ template <class TQ, class TKV, class TO, int D>
 void launch_decode(const AttentionKernelParams& p, int q_tile_rows, std::int64_t grid, cudaStream_t stream);
 template <class TQ, class TKV, class TO, int D>
 int decode_occupancy(int q_tile_rows);
+template <class TQ, class TKV, class TO, int D>
+int decode_max_item_warps(int q_tile_rows);
 template <class TQ, class TKV, class TO, int DQK, int DVO>
 void launch_prefill(const AttentionKernelParams& p, int q_tile_rows, std::int64_t grid, cudaStream_t stream);
 template <class TQ, class TKV, class TO, int DQK, int DVO>
@@ -47,14 +49,22 @@ struct Instance {
   int head_dim_qk, head_dim_vo;
   LaunchFn launch;
   OccupancyFn occupancy;
-  OccupancyFn max_item_warps;  // of the portable kernel's tiles (null: none has item warps)
+  OccupancyFn max_item_warps;  // of the kernel's tiles (null: none has item warps)
   // The Hopper prefill mainloop, where the instance has one (kHasWgmmaPrefill).
   LaunchFn launch_wgmma;
   OccupancyFn occupancy_wgmma;
 };
 
 #define KVINFER_DECODE_INSTANCE(TQ, QD, TKV, KVD, D) \
-  {DType::QD, DType::KVD, D, D, &launch_decode<TQ, TKV, TQ, D>, &decode_occupancy<TQ, TKV, TQ, D>, nullptr, nullptr, nullptr},
+  {DType::QD,                                 \
+   DType::KVD,                                \
+   D,                                         \
+   D,                                         \
+   &launch_decode<TQ, TKV, TQ, D>,            \
+   &decode_occupancy<TQ, TKV, TQ, D>,         \
+   &decode_max_item_warps<TQ, TKV, TQ, D>,    \
+   nullptr,                                   \
+   nullptr},
 constexpr Instance kDecodeInstances[] = {
 #include "decode_instances.inc"
     {DType::kBool, DType::kBool, 0, 0, nullptr, nullptr, nullptr, nullptr, nullptr},  // end marker: a preset may list none
@@ -140,12 +150,16 @@ struct KernelChoice {
   const Instance* instance;
   int q_tile_rows;
   bool wgmma;  // the instance's Hopper mainloop rather than the portable kernel
+  bool decode_instance = false;  // launch_decode's kernels (CUDA-core, key-row tile)
 
   LaunchFn launch() const { return wgmma ? instance->launch_wgmma : instance->launch; }
   int occupancy() const { return (wgmma ? instance->occupancy_wgmma : instance->occupancy)(q_tile_rows); }
-  // Item warps (item_warps.cuh): only the decode tile (16 rows) of the portable kernel.
+  // Item warps (item_warps.cuh): the portable kernel's 16-row decode tile and the
+  // key-row tile, whose instances say how many fit (1 for every other tile). RoPE
+  // takes launch_decode's CUDA-core kernel, which has none.
   int max_item_warps(const detail::AttentionProblem& pr) const {
-    if (wgmma || q_tile_rows != kDecodeTileRows || instance->max_item_warps == nullptr || general_logits(pr)) return 1;
+    if (wgmma || instance->max_item_warps == nullptr || general_logits(pr)) return 1;
+    if (decode_instance && pr.pos_encoding != PosEncoding::kNone) return 1;
     return std::max(1, instance->max_item_warps(q_tile_rows));
   }
 };
@@ -181,7 +195,7 @@ KernelChoice choose_kernel(const detail::AttentionProblem& pr, int device) {
     if (tensor_core_decode(pr)) {
       if (const Instance* inst = find(kPrefillInstances, pr)) return {inst, kDecodeTileRows, false};
     }
-    if (const Instance* inst = find(kDecodeInstances, pr)) return {inst, decode_tile_rows(pr.group_size()), false};
+    if (const Instance* inst = find(kDecodeInstances, pr)) return {inst, decode_tile_rows(pr.group_size()), false, true};
   }
   if (const Instance* inst = find(kPrefillInstances, pr)) return prefill_choice(inst, pr, device);
   throw Error("attention", "kernel", describe(pr),
