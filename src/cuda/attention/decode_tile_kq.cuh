@@ -41,9 +41,13 @@ struct DecodeKqTile {
   static_assert(kRows <= kStateRows && kWarpStateBytes<D> <= 4 * stage, "an item warp's state fits in its stages");
 };
 
-// The instances that run this tile: 16-bit KV of the query's type.
+// The instances that run this tile: 16-bit KV of the query's type, head_dim 64 and
+// 256. At 128 the 16-row tile is as fast or faster on the H200 (16 x 8k: 127 against
+// 134 us with item warps on both; bench/NOTES.md), at 64 this one is 6% faster (its
+// one-warp CTAs take 124 registers, so more of them share an SM), and at 256 only
+// this one has the registers for its accumulators. selector.cu routes the same dims.
 template <class TQ, class TKV, int D>
-inline constexpr bool kHasKqDecodeTile = std::is_same_v<TQ, TKV> && sizeof(TQ) == 2;
+inline constexpr bool kHasKqDecodeTile = std::is_same_v<TQ, TKV> && sizeof(TQ) == 2 && D != 128;
 
 template <class T, class TO, int D, bool kItemWarps>
 __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32)

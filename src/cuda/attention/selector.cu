@@ -118,16 +118,20 @@ int decode_tile_rows(std::int64_t group) {
 // holds a GQA group's rows of one token. From 2 rows per KV head on, the CUDA-core
 // kernel is bound by issuing its multiply-adds (0.48-0.52 of the read bandwidth at
 // group 4, 0.80 at group 1) while this one streams at 0.81-0.95 (docs/performance.md).
-// head_dim 256 goes to the decode instances: 128 accumulators per lane leave the
-// one-warp tile too few registers, and launch_decode runs the key-row tile there
-// (decode_tile_kq.cuh; 64 accumulators). The general logits (ALiBi, soft cap) run
-// only on the 64-row tiles, so they stay on the CUDA cores.
+// 16-bit KV of the query's type at head_dim 64 and 256, groups 2-8, no RoPE, goes to
+// the decode instances, where launch_decode runs the key-row tile (decode_tile_kq.cuh):
+// at 256, 128 accumulators per lane leave the one-warp tile too few registers (the
+// key-row tile needs 64); at 64, the key-row tile's lighter CTAs share an SM in
+// greater numbers. The general logits (ALiBi, soft cap) run only on the 64-row tiles,
+// so they stay on the CUDA cores.
 constexpr int kDecodeTileRows = 16;
 bool tensor_core_decode(const detail::AttentionProblem& pr) {
   const std::int64_t group = pr.group_size();
   // The fp8 tile converts K in registers, where RoPE cannot rotate it.
   const bool fp8_rope = is_fp8(pr.kv_dtype) && pr.pos_encoding == PosEncoding::kRopeLlama;
-  const bool key_row_tile = pr.kv_dtype == pr.q_dtype && group <= 8 && pr.pos_encoding == PosEncoding::kNone;
+  // The key-row tile (launch_decode; kHasKqDecodeTile says why these head dims).
+  const bool key_row_tile = pr.kv_dtype == pr.q_dtype && pr.head_dim_qk != 128 && group <= 8 &&
+                            pr.pos_encoding == PosEncoding::kNone;
   return group >= 2 && group <= kDecodeTileRows && pr.head_dim_vo <= 128 && pr.pos_encoding != PosEncoding::kAlibi &&
          pr.logits_soft_cap <= 0.0f && !fp8_rope && !key_row_tile;
 }
