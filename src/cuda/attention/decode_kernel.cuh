@@ -356,6 +356,10 @@ void launch_decode(const AttentionKernelParams& p, int q_tile_rows, std::int64_t
       return;
     }
   }
+  if (p.item_warps > 1) {
+    throw Error("attention", "item_warps", std::to_string(p.item_warps),
+                "the CUDA-core decode kernel runs one warp group per item (a selector bug)");
+  }
   const dim3 blocks(static_cast<unsigned>(grid));
   switch (q_tile_rows) {
     case 1: decode_kernel<TQ, TKV, TO, D, 1><<<blocks, kDecodeThreads, 0, stream>>>(p); break;
@@ -384,8 +388,19 @@ int decode_occupancy(int q_tile_rows) {
   return blocks;
 }
 
+// The most item warps an item of q_tile_rows rows runs per CTA (1: none): the key-row
+// tile's, for plain logits (the selector asks only then).
+template <class TQ, class TKV, class TO, int D>
+int decode_max_item_warps(int q_tile_rows) {
+  if constexpr (kHasKqDecodeTile<TQ, TKV, D>) {
+    if (kq_decode_tile<TQ, TKV, D>(q_tile_rows)) return DecodeKqKernel<TQ, TO, D>::max_item_warps();
+  }
+  return 1;
+}
+
 #define KVINFER_INSTANTIATE_DECODE(TQ, TKV, D)                                                                \
   template void launch_decode<TQ, TKV, TQ, D>(const AttentionKernelParams&, int, std::int64_t, cudaStream_t); \
-  template int decode_occupancy<TQ, TKV, TQ, D>(int);
+  template int decode_occupancy<TQ, TKV, TQ, D>(int);                                                         \
+  template int decode_max_item_warps<TQ, TKV, TQ, D>(int);
 
 }  // namespace kvinfer::cuda

@@ -6,9 +6,11 @@
 // per lane where the 16-row tile (prefill_kernel.cuh, rows as M) takes D/2: at
 // head_dim 256 that is 64 registers instead of 128, which the 16-row tile cannot
 // spare (head_dim 256 ran on the CUDA-core kernel at 0.54 of the read bandwidth).
-// One warp per CTA; 16-bit KV of the query's type; plain logits (launch_decode keeps
-// RoPE, ALiBi and the soft cap on the CUDA-core kernel). K/V stream in 16-key tiles
-// through two shared-memory stages (cp.async), pages looked up ahead (PagesAhead).
+// One warp per CTA, or W item warps (item_warps.cuh) that take the item's tiles in
+// turn and merge their states in the CTA; 16-bit KV of the query's type; plain logits
+// (launch_decode keeps RoPE, ALiBi and the soft cap on the CUDA-core kernel). K/V
+// stream in 16-key tiles through two shared-memory stages per warp (cp.async), pages
+// looked up ahead (PagesAhead).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -33,40 +35,51 @@ struct DecodeKqTile {
   static constexpr int k = q + kRows * D * 2;
   static constexpr int v = k + 2 * stage;
   static constexpr int bytes = v + 2 * stage;
+  static constexpr int kTileBytes = (bytes + 127) / 128 * 128;  // one item warp's share of a CTA's
   static constexpr int kOutStride = D + 4;  // floats per staged output row (conflict-free stores)
   static_assert(kRows * kOutStride * 4 + kRows * 4 <= 2 * stage, "the staged output fits in the K stages");
+  static_assert(kRows <= kStateRows && kWarpStateBytes<D> <= 4 * stage, "an item warp's state fits in its stages");
 };
 
-// The instances that run this tile: 16-bit KV of the query's type.
+// The instances that run this tile: 16-bit KV of the query's type, head_dim 64 and
+// 256. At 128 the 16-row tile is as fast or faster on the H200 (16 x 8k: 127 against
+// 134 us with item warps on both; bench/NOTES.md), at 64 this one is 6% faster (its
+// one-warp CTAs take 124 registers, so more of them share an SM), and at 256 only
+// this one has the registers for its accumulators. selector.cu routes the same dims.
 template <class TQ, class TKV, int D>
-inline constexpr bool kHasKqDecodeTile = std::is_same_v<TQ, TKV> && sizeof(TQ) == 2 && D == 256;
+inline constexpr bool kHasKqDecodeTile = std::is_same_v<TQ, TKV> && sizeof(TQ) == 2 && D != 128;
 
-template <class T, class TO, int D>
-__global__ void __launch_bounds__(32) decode_kq_kernel(const __grid_constant__ AttentionKernelParams p) {
+template <class T, class TO, int D, bool kItemWarps>
+__global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32)
+    decode_kq_kernel(const __grid_constant__ AttentionKernelParams p) {
   using L = DecodeKqTile<D>;
   constexpr int kKeys = L::kKeys;
-  extern __shared__ __align__(128) unsigned char smem[];
+  extern __shared__ __align__(128) unsigned char smem_cta[];
   const detail::WorkItem item = load_work_item(p.items + blockIdx.x);
   if (unused_item(item)) return;  // grid sized for the capacity
   const KeyLocator locate{p.kv_indices ? p.kv_indices + item.kv_base : nullptr, p.page_size};
   // The first pages are looked up from the item alone, before the request's entry
   // arrives (as in the 16-row tile), and again in the rare case that it clips them.
   PagesAhead<kKeys> ahead;
-  const ItemKeys guess = item_keys_ahead<false>(item, kKeys);
-  if (guess.key_end > guess.key_begin) ahead.start(locate, guess.key_begin, kKeys, guess.key_end);
+  const ItemKeys guess = item_keys_ahead<kItemWarps>(item, kKeys);
+  if (guess.key_end > guess.key_begin) ahead.start(locate, guess.key_begin, guess.tile_step(kKeys), guess.key_end);
   const detail::RequestInfo r = p.requests[item.request];
-  const int lane = int(threadIdx.x), g = lane / 4, t4 = lane % 4;
+  const int lane = int(threadIdx.x) % 32, g = lane / 4, t4 = lane % 4;
+  unsigned char* smem = kItemWarps ? smem_cta + int(threadIdx.x) / 32 * L::kTileBytes : smem_cta;
   const int rows = item.row_end - item.row_begin;
   const int group = p.group_size;
   // Decode items hold one token per request, so every row sees the same keys: the
-  // only mask is the end of the last tile.
-  const ItemKeys keys = item_keys(p, item, r, nullptr);
+  // only mask is the end of the last tile. Item warps take tiles w, w + W, ...
+  ItemKeys keys = item_keys(p, item, r, nullptr);
+  if constexpr (kItemWarps) keys.keep_warp_turns(int(threadIdx.x) / 32, int(blockDim.x) / 32, kKeys);
   const int key_begin = keys.key_begin, key_end = keys.key_end;
   const int num_tiles = keys.num_tiles(kKeys);
+  const int step = keys.tile_step(kKeys);  // tile t: keys [key_begin + t * step, + kKeys)
 
   if ((static_cast<unsigned>(__cvta_generic_to_shared(smem)) & 127u) != 0) __trap();
   unsigned char* sq = smem + L::q;
-  load_tile16<32, L::kRows, D>(sq, [&](int i) { return packed_q_row(p, item, r, group, i); }, rows);
+  load_tile16<32, L::kRows, D, SwizzledRows, kItemWarps>(sq, [&](int i) { return packed_q_row(p, item, r, group, i); },
+                                                         rows);
   ptx::cp_async_commit();
 
   const std::int64_t ragged_offset = p.kv_indices ? 0 : std::int64_t(item.kv_base);
@@ -76,13 +89,13 @@ __global__ void __launch_bounds__(32) decode_kq_kernel(const __grid_constant__ A
                      p.v_stride_page * 2, p.v_stride_token * 2};
   // Tile t lands in stage t % 2; the page of tile t + 1 is fetched after tile t's copies.
   const auto load_kv = [&](int t) {
-    const int key0 = key_begin + t * kKeys, stage = t & 1;
-    load_kv_tile<T, 32, kKeys, D, D>(smem + L::k + stage * L::stage, smem + L::v + stage * L::stage, locate, k_row,
-                                     v_row, key0, key_end - key0, &ahead);
-    if (t + 1 < num_tiles) ahead.fetch(locate, key0 + kKeys, key_end);
+    const int key0 = key_begin + t * step, stage = t & 1;
+    load_kv_tile<T, 32, kKeys, D, D, kItemWarps>(smem + L::k + stage * L::stage, smem + L::v + stage * L::stage, locate,
+                                                 k_row, v_row, key0, key_end - key0, &ahead);
+    if (t + 1 < num_tiles) ahead.fetch(locate, key0 + step, key_end);
   };
   if (num_tiles > 0) {
-    if (key_begin != guess.key_begin || key_end != guess.key_end) ahead.start(locate, key_begin, kKeys, key_end);
+    if (key_begin != guess.key_begin || key_end != guess.key_end) ahead.start(locate, key_begin, step, key_end);
     load_kv(0);
   }
   ptx::cp_async_commit();
@@ -118,7 +131,7 @@ __global__ void __launch_bounds__(32) decode_kq_kernel(const __grid_constant__ A
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f};
 
   for (int t = 0; t < num_tiles; ++t) {
-    const int key0 = key_begin + t * kKeys;
+    const int key0 = key_begin + t * step;
     const unsigned off = unsigned((t & 1) * L::stage);
 
     // S^T = K Q^T: keys g and g + 8 of rows 2 t4, 2 t4 + 1. Even and odd k-steps
@@ -190,7 +203,8 @@ __global__ void __launch_bounds__(32) decode_kq_kernel(const __grid_constant__ A
   // Epilogue: each row's sum over its 8 lanes, then O (normalised, times v_scale) and
   // the LSE staged in the K stages as [row][dim] floats, and written out in rows of
   // 8-element pieces: the output, or the item's partial state where its request has
-  // several chunks.
+  // several chunks. Item warps leave the same state in their stages, in the layout
+  // of item_warps.cuh, and the CTA merges them.
   ptx::cp_async_wait_all();
   __syncwarp();
   float norm[2];
@@ -202,6 +216,24 @@ __global__ void __launch_bounds__(32) decode_kq_kernel(const __grid_constant__ A
     sum += __shfl_xor_sync(0xffffffffu, sum, 16);
     row_sum[h] = sum;
     norm[h] = sum > 0.0f ? p.v_scale / sum : 0.0f;
+  }
+  if constexpr (kItemWarps) {
+    unsigned char* scratch = smem + L::k;
+#pragma unroll
+    for (int m = 0; m < L::kSteps; ++m) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) warp_state_o<D>(scratch, 2 * t4 + e % 2)[16 * m + g + 8 * (e / 2)] = o[m][e] * norm[e % 2];
+    }
+    if (g == 0) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        warp_state_lse<D>(scratch)[2 * t4 + h] = row_sum[h] > 0.0f ? row_max[h] + __log2f(row_sum[h]) : -INFINITY;
+      }
+    }
+    merge_item_warps<TO, D>(
+        p, item, r, rows, [&](int w) { return smem_cta + w * L::kTileBytes + L::k; },
+        [&](int i) { return packed_row(p, item, group, i); });
+    return;
   }
   float* so = reinterpret_cast<float*>(smem + L::k);
   float* slse = so + L::kRows * L::kOutStride;
@@ -244,26 +276,38 @@ __global__ void __launch_bounds__(32) decode_kq_kernel(const __grid_constant__ A
   }
 }
 
-// Launch and occupancy of the tile (dynamic shared memory above 48 KiB allowed once).
+// Launch, occupancy and item warps of the tile (dynamic shared memory above 48 KiB
+// allowed once per instance: one tile's, or the most item warps').
 template <class T, class TO, int D>
 struct DecodeKqKernel {
-  static constexpr int kSmem = DecodeKqTile<D>::bytes;
-  static constexpr auto kernel = decode_kq_kernel<T, TO, D>;
+  using L = DecodeKqTile<D>;
+  static constexpr auto kernel = decode_kq_kernel<T, TO, D, false>;
+  static constexpr auto item_warps_kernel = decode_kq_kernel<T, TO, D, true>;
+  // Item warps at head_dim 64: with them this tile is 5% faster than the 16-row tile
+  // at 64 x 4k, without them 2% slower (H200). At 256 they measured slower (1 x 32k:
+  // 71.4 -> 72.9 us), so its items keep one warp each.
+  static int max_item_warps() { return D == 256 ? 1 : item_warps_fitting(L::kTileBytes); }
   static void prepare() {
     static const bool done = [] {
-      KVINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+      KVINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::bytes));
+      KVINFER_CUDA_CHECK(cudaFuncSetAttribute(item_warps_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              max_item_warps() * L::kTileBytes));
       return true;
     }();
     (void)done;
   }
   static void launch(const AttentionKernelParams& p, std::int64_t grid, cudaStream_t stream) {
     prepare();
-    kernel<<<dim3(static_cast<unsigned>(grid)), 32, kSmem, stream>>>(p);
+    if (p.item_warps > 1) {
+      item_warps_kernel<<<dim3(static_cast<unsigned>(grid)), 32 * p.item_warps, p.item_warps * L::kTileBytes, stream>>>(p);
+    } else {
+      kernel<<<dim3(static_cast<unsigned>(grid)), 32, L::bytes, stream>>>(p);
+    }
   }
   static int occupancy() {
     prepare();
     int blocks = 0;
-    KVINFER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, 32, kSmem));
+    KVINFER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, 32, L::bytes));
     return blocks;
   }
 };

@@ -26,6 +26,8 @@ template <class TQ, class TKV, class TO, int D>
 void launch_decode(const AttentionKernelParams& p, int q_tile_rows, std::int64_t grid, cudaStream_t stream);
 template <class TQ, class TKV, class TO, int D>
 int decode_occupancy(int q_tile_rows);
+template <class TQ, class TKV, class TO, int D>
+int decode_max_item_warps(int q_tile_rows);
 template <class TQ, class TKV, class TO, int DQK, int DVO>
 void launch_prefill(const AttentionKernelParams& p, int q_tile_rows, std::int64_t grid, cudaStream_t stream);
 template <class TQ, class TKV, class TO, int DQK, int DVO>
@@ -47,14 +49,22 @@ struct Instance {
   int head_dim_qk, head_dim_vo;
   LaunchFn launch;
   OccupancyFn occupancy;
-  OccupancyFn max_item_warps;  // of the portable kernel's tiles (null: none has item warps)
+  OccupancyFn max_item_warps;  // of the kernel's tiles (null: none has item warps)
   // The Hopper prefill mainloop, where the instance has one (kHasWgmmaPrefill).
   LaunchFn launch_wgmma;
   OccupancyFn occupancy_wgmma;
 };
 
 #define KVINFER_DECODE_INSTANCE(TQ, QD, TKV, KVD, D) \
-  {DType::QD, DType::KVD, D, D, &launch_decode<TQ, TKV, TQ, D>, &decode_occupancy<TQ, TKV, TQ, D>, nullptr, nullptr, nullptr},
+  {DType::QD,                                 \
+   DType::KVD,                                \
+   D,                                         \
+   D,                                         \
+   &launch_decode<TQ, TKV, TQ, D>,            \
+   &decode_occupancy<TQ, TKV, TQ, D>,         \
+   &decode_max_item_warps<TQ, TKV, TQ, D>,    \
+   nullptr,                                   \
+   nullptr},
 constexpr Instance kDecodeInstances[] = {
 #include "decode_instances.inc"
     {DType::kBool, DType::kBool, 0, 0, nullptr, nullptr, nullptr, nullptr, nullptr},  // end marker: a preset may list none
@@ -108,17 +118,22 @@ int decode_tile_rows(std::int64_t group) {
 // holds a GQA group's rows of one token. From 2 rows per KV head on, the CUDA-core
 // kernel is bound by issuing its multiply-adds (0.48-0.52 of the read bandwidth at
 // group 4, 0.80 at group 1) while this one streams at 0.81-0.95 (docs/performance.md).
-// head_dim 256 goes to the decode instances: 128 accumulators per lane leave the
-// one-warp tile too few registers, and launch_decode runs the key-row tile there
-// (decode_tile_kq.cuh; 64 accumulators). The general logits (ALiBi, soft cap) run
-// only on the 64-row tiles, so they stay on the CUDA cores.
+// 16-bit KV of the query's type at head_dim 64 and 256, groups 2-8, no RoPE, goes to
+// the decode instances, where launch_decode runs the key-row tile (decode_tile_kq.cuh):
+// at 256, 128 accumulators per lane leave the one-warp tile too few registers (the
+// key-row tile needs 64); at 64, the key-row tile's lighter CTAs share an SM in
+// greater numbers. The general logits (ALiBi, soft cap) run only on the 64-row tiles,
+// so they stay on the CUDA cores.
 constexpr int kDecodeTileRows = 16;
 bool tensor_core_decode(const detail::AttentionProblem& pr) {
   const std::int64_t group = pr.group_size();
   // The fp8 tile converts K in registers, where RoPE cannot rotate it.
   const bool fp8_rope = is_fp8(pr.kv_dtype) && pr.pos_encoding == PosEncoding::kRopeLlama;
+  // The key-row tile (launch_decode; kHasKqDecodeTile says why these head dims).
+  const bool key_row_tile = pr.kv_dtype == pr.q_dtype && pr.head_dim_qk != 128 && group <= 8 &&
+                            pr.pos_encoding == PosEncoding::kNone;
   return group >= 2 && group <= kDecodeTileRows && pr.head_dim_vo <= 128 && pr.pos_encoding != PosEncoding::kAlibi &&
-         pr.logits_soft_cap <= 0.0f && !fp8_rope;
+         pr.logits_soft_cap <= 0.0f && !fp8_rope && !key_row_tile;
 }
 
 // The general logits: custom mask, ALiBi, soft cap (a separate kernel, 64-row tiles only).
@@ -139,12 +154,16 @@ struct KernelChoice {
   const Instance* instance;
   int q_tile_rows;
   bool wgmma;  // the instance's Hopper mainloop rather than the portable kernel
+  bool decode_instance = false;  // launch_decode's kernels (CUDA-core, key-row tile)
 
   LaunchFn launch() const { return wgmma ? instance->launch_wgmma : instance->launch; }
   int occupancy() const { return (wgmma ? instance->occupancy_wgmma : instance->occupancy)(q_tile_rows); }
-  // Item warps (item_warps.cuh): only the decode tile (16 rows) of the portable kernel.
+  // Item warps (item_warps.cuh): the portable kernel's 16-row decode tile and the
+  // key-row tile, whose instances say how many fit (1 for every other tile). RoPE
+  // takes launch_decode's CUDA-core kernel, which has none.
   int max_item_warps(const detail::AttentionProblem& pr) const {
-    if (wgmma || q_tile_rows != kDecodeTileRows || instance->max_item_warps == nullptr || general_logits(pr)) return 1;
+    if (wgmma || instance->max_item_warps == nullptr || general_logits(pr)) return 1;
+    if (decode_instance && pr.pos_encoding != PosEncoding::kNone) return 1;
     return std::max(1, instance->max_item_warps(q_tile_rows));
   }
 };
@@ -180,7 +199,7 @@ KernelChoice choose_kernel(const detail::AttentionProblem& pr, int device) {
     if (tensor_core_decode(pr)) {
       if (const Instance* inst = find(kPrefillInstances, pr)) return {inst, kDecodeTileRows, false};
     }
-    if (const Instance* inst = find(kDecodeInstances, pr)) return {inst, decode_tile_rows(pr.group_size()), false};
+    if (const Instance* inst = find(kDecodeInstances, pr)) return {inst, decode_tile_rows(pr.group_size()), false, true};
   }
   if (const Instance* inst = find(kPrefillInstances, pr)) return prefill_choice(inst, pr, device);
   throw Error("attention", "kernel", describe(pr),
