@@ -42,10 +42,12 @@ struct DecodeKqTile {
 };
 
 // The instances that run this tile: 16-bit KV of the query's type, head_dim 64 and
-// 256. At 128 the 16-row tile is as fast or faster on the H200 (16 x 8k: 127 against
-// 134 us with item warps on both; bench/NOTES.md), at 64 this one is 6% faster (its
-// one-warp CTAs take 124 registers, so more of them share an SM), and at 256 only
-// this one has the registers for its accumulators. selector.cu routes the same dims.
+// 256. At 64 it is 5-6% faster than the 16-row tile on the H200 (its one-warp CTAs
+// take 124 registers, so more of them share an SM); at 256 only it has the registers
+// for its accumulators. At 128 the 16-row tile runs: there this tile's one-warp CTAs
+// (12 per SM) and CTAs of item warps (8 warps per SM) differ in residency, and plans
+// made for the one-warp CTAs lost (16 x 8k 134 against 127 us; bench/NOTES.md).
+// selector.cu routes the same dims.
 template <class TQ, class TKV, int D>
 inline constexpr bool kHasKqDecodeTile = std::is_same_v<TQ, TKV> && sizeof(TQ) == 2 && D != 128;
 
