@@ -129,9 +129,11 @@ bool tensor_core_decode(const detail::AttentionProblem& pr) {
   const std::int64_t group = pr.group_size();
   // The fp8 tile converts K in registers, where RoPE cannot rotate it.
   const bool fp8_rope = is_fp8(pr.kv_dtype) && pr.pos_encoding == PosEncoding::kRopeLlama;
-  // The key-row tile (launch_decode; kHasKqDecodeTile says why these head dims).
-  const bool key_row_tile = pr.kv_dtype == pr.q_dtype && pr.head_dim_qk != 128 && group <= 8 &&
-                            pr.pos_encoding == PosEncoding::kNone;
+  // The key-row tile (launch_decode; kHasKqDecodeTile says why these head dims) takes
+  // decode problems only: a few query tokens per request (speculative verification)
+  // stay on this tile.
+  const bool key_row_tile = is_decode_problem(pr) && pr.kv_dtype == pr.q_dtype && pr.head_dim_qk != 128 &&
+                            group <= 8 && pr.pos_encoding == PosEncoding::kNone;
   return group >= 2 && group <= kDecodeTileRows && pr.head_dim_vo <= 128 && pr.pos_encoding != PosEncoding::kAlibi &&
          pr.logits_soft_cap <= 0.0f && !fp8_rope && !key_row_tile;
 }
