@@ -41,15 +41,13 @@ struct DecodeKqTile {
   static_assert(kRows <= kStateRows && kWarpStateBytes<D> <= 4 * stage, "an item warp's state fits in its stages");
 };
 
-// The instances that run this tile: 16-bit KV of the query's type, head_dim 64 and
-// 256. At 64 it is 5-6% faster than the 16-row tile on the H200 (its one-warp CTAs
-// take 124 registers, so more of them share an SM); at 256 only it has the registers
-// for its accumulators. At 128 the 16-row tile runs: there this tile's one-warp CTAs
-// (12 per SM) and CTAs of item warps (8 warps per SM) differ in residency, and plans
-// made for the one-warp CTAs lost (16 x 8k 134 against 127 us; bench/NOTES.md).
-// selector.cu routes the same dims.
+// The instances that have this tile: 16-bit KV of the query's type. It runs every
+// such decode at head_dim 64 (its one-warp CTAs take 124 registers, so more of them
+// share an SM: 64 x 4k 5% faster than the 16-row tile) and 256 (only it has the
+// registers for the accumulators); at 128, the plans whose items run on several warps
+// (selector.cu: key_row_item_warps).
 template <class TQ, class TKV, int D>
-inline constexpr bool kHasKqDecodeTile = std::is_same_v<TQ, TKV> && sizeof(TQ) == 2 && D != 128;
+inline constexpr bool kHasKqDecodeTile = std::is_same_v<TQ, TKV> && sizeof(TQ) == 2;
 
 template <class T, class TO, int D, bool kItemWarps>
 __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32)
@@ -306,11 +304,10 @@ struct DecodeKqKernel {
       kernel<<<dim3(static_cast<unsigned>(grid)), 32, L::bytes, stream>>>(p);
     }
   }
+  // Warp slots per multiprocessor (item_warps.cuh).
   static int occupancy() {
     prepare();
-    int blocks = 0;
-    KVINFER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, 32, L::bytes));
-    return blocks;
+    return item_warp_slots(kernel, L::bytes, item_warps_kernel, max_item_warps(), L::kTileBytes);
   }
 };
 

@@ -11,6 +11,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -34,6 +35,23 @@ inline int item_warps_fitting(int tile_bytes) {
   int w = kMaxItemWarps;
   while (w > 1 && w * tile_bytes > optin) w /= 2;
   return w;
+}
+
+// Host: the planner's warp slots per multiprocessor for a tile that runs one-warp CTAs
+// (`one_warp`, one_bytes of shared memory) or CTAs of up to max_warps item warps
+// (`item_kernel`, tile_bytes per warp): the fewer resident warps of the two, so that
+// a plan of one wave is one wave with either kernel. (Counting only the one-warp
+// kernel's, where the item-warp kernel needs more registers per warp, gave plans of
+// 1.5 waves and split requests that one wave of item warps covers whole.)
+template <class OneWarp, class ItemKernel>
+int item_warp_slots(OneWarp one_warp, int one_bytes, ItemKernel item_kernel, int max_warps, int tile_bytes) {
+  int one = 0;
+  KVINFER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&one, one_warp, 32, one_bytes));
+  if (max_warps <= 1) return one;
+  int ctas = 0;
+  KVINFER_CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, item_kernel, 32 * max_warps, max_warps * tile_bytes));
+  return std::max(1, std::min(one, ctas * max_warps));
 }
 
 // A warp's state in its scratch: kStateRows rows of DVO floats (O normalised by its
