@@ -129,6 +129,27 @@ __global__ void __launch_bounds__(kThreads)
   for (; i < n; i += stride) cuda::ptx::st_v4(dst + i, cuda::ptx::ld_stream_v4(src + i));
 }
 
+// One block per kThreads x kUnroll vectors: the shape of the append's register kernel
+// (a block loads its vectors, then stores them), without its index lookups.
+template <int kThreads_, int kUnroll>
+__global__ void __launch_bounds__(kThreads_)
+    copy_tiles_kernel(const uint4* __restrict__ src, uint4* __restrict__ dst, std::size_t n) {
+  const std::size_t base = std::size_t(blockIdx.x) * kThreads_ * kUnroll + threadIdx.x;
+  uint4 v[kUnroll];
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const std::size_t i = base + std::size_t(u) * kThreads_;
+    if (i < n) v[u] = cuda::ptx::ld_stream_v4(src + i);
+  }
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const std::size_t i = base + std::size_t(u) * kThreads_;
+    if (i < n) cuda::ptx::st_v4(dst + i, v[u]);
+  }
+}
+
+__global__ void empty_kernel() {}
+
 // Reads shaped like a decode kernel's, to tell what an access pattern costs by itself.
 // A stream is a group of kGroup warps reading rows of kRowBytes (a multiple of 256) one
 // after the other, row_stride bytes apart: every warp-wide load takes 512 bytes (two
@@ -393,6 +414,37 @@ Ceiling measure_read_of(std::size_t bytes, GpuTimer& timer, int runs) {
   const Timing& t = first ? grid_stride : tiles;
   return {"read_of_size", double(bytes) / (t.median_us * 1e3), "GB/s", t,
           first ? "grid-stride, unroll 4, no L2 hint, 8 blocks/SM" : "tiles, unroll 8, no L2 hint"};
+}
+
+std::vector<Ceiling> measure_copies_of(std::size_t bytes, GpuTimer& timer, int runs) {
+  bytes = bytes / 16 * 16;
+  DeviceBuffer a(bytes), b(bytes);
+  fill_random_bits(a.p, bytes, 0xC0FFEE, timer.stream());
+  const std::size_t n = bytes / 16;
+  auto* src = static_cast<const uint4*>(a.p);
+  auto* dst = static_cast<uint4*>(b.p);
+  const cudaStream_t stream = timer.stream();
+  std::vector<Ceiling> result;
+  const auto run = [&](const char* name, auto launch) {
+    const Timing t = timer.time([&] { launch(); }, 3, runs, true);
+    result.push_back({"copy_of_size", 2.0 * double(bytes) / (t.median_us * 1e3), "GB/s", t, name});
+  };
+  run("cudaMemcpyAsync D2D", [&] { KVINFER_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream)); });
+  run("copy kernel, grid-stride, unroll 4, 8 x 256 threads per SM",
+      [&] { copy_kernel<4><<<unsigned(sm_count() * 8), kThreads, 0, stream>>>(src, dst, n); });
+  run("copy kernel, a block per 128 threads x 4 vectors", [&] {
+    copy_tiles_kernel<128, 4><<<unsigned((n + 511) / 512), 128, 0, stream>>>(src, dst, n);
+  });
+  run("copy kernel, a block per 128 threads x 2 vectors", [&] {
+    copy_tiles_kernel<128, 2><<<unsigned((n + 255) / 256), 128, 0, stream>>>(src, dst, n);
+  });
+  run("copy kernel, a block per 256 threads x 4 vectors", [&] {
+    copy_tiles_kernel<256, 4><<<unsigned((n + 1023) / 1024), 256, 0, stream>>>(src, dst, n);
+  });
+  // The floor of any kernel timed this way: launch and completion of an empty grid.
+  run("empty kernel (launch floor)", [&] { empty_kernel<<<1, 32, 0, stream>>>(); });
+  KVINFER_CUDA_CHECK(cudaGetLastError());
+  return result;
 }
 
 std::vector<Ceiling> measure_read_patterns(std::size_t bytes) {

@@ -87,6 +87,11 @@ Ceiling measure_read_bandwidth(std::size_t bytes = std::size_t(4) << 30,
 // that many bytes once pays at that size, launch and ramp-up included; GB/s = bytes /
 // time.
 Ceiling measure_read_of(std::size_t bytes, GpuTimer& timer, int runs = 20);
+// Copies of `bytes` (a fresh pair of buffers, cold L2, timed as GpuTimer times a case)
+// by cudaMemcpyAsync and by copy kernels of a few shapes, and an empty kernel's launch:
+// what a memory-bound kernel of that size pays besides its bytes (launch, ramp-up,
+// tail). GB/s = bytes read + written / time (for the empty kernel, of the same bytes).
+std::vector<Ceiling> measure_copies_of(std::size_t bytes, GpuTimer& timer, int runs = 20);
 // Reads of `bytes` shaped like the decode tiles' (8 warps per SM, each warp or CTA
 // streaming its own region, or the 256-byte head pieces of NHD token rows), to tell
 // what the access pattern alone costs against the read bandwidth. GB/s = bytes / time.
