@@ -136,14 +136,9 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decod
   }
 
   const std::int64_t elem = sizeof(TKV);
-  const KeyLocator locate{p.kv_indices ? p.kv_indices + item.kv_base : nullptr, p.page_size};
-  const std::int64_t ragged_offset = p.kv_indices ? 0 : std::int64_t(item.kv_base);
-  const KeyRow k_row{static_cast<const char*>(p.k) + (item.kv_head * p.k_stride_head + ragged_offset * p.k_stride_token +
-                                                      lane_in_row * kVec) * elem,
-                     p.k_stride_page * elem, p.k_stride_token * elem};
-  const KeyRow v_row{static_cast<const char*>(p.v) + (item.kv_head * p.v_stride_head + ragged_offset * p.v_stride_token +
-                                                      lane_in_row * kVec) * elem,
-                     p.v_stride_page * elem, p.v_stride_token * elem};
+  const KeyLocator locate = item_locator(p, item);
+  const ItemRows kv_rows = item_rows(p, item, elem, lane_in_row * kVec);  // the lane's vector of each row
+  const KeyRow k_row = kv_rows.k, v_row = kv_rows.v;
 
   float m[kRows], d[kRows], acc[kRows][kVec];
 #pragma unroll

@@ -195,7 +195,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
   // (redone where it clips the item's keys).
   const detail::WorkItem item = load_work_item(p.items + blockIdx.x);
   if (unused_item(item)) return;  // grid sized for the capacity
-  const KeyLocator locate{p.kv_indices ? p.kv_indices + item.kv_base : nullptr, p.page_size};
+  const KeyLocator locate = item_locator(p, item);
   PagesAhead<kKeys> ahead;  // the pages of the next tile to load, one load ahead
   const ItemKeys guess = item_keys_ahead<kItemWarps>(item, kKeys);
   if (guess.key_end > guess.key_begin) ahead.start(locate, guess.key_begin, guess.tile_step(kKeys), guess.key_end);
@@ -218,11 +218,8 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
                                                          rows);
   ptx::cp_async_commit();
 
-  const std::int64_t ragged_offset = p.kv_indices ? 0 : std::int64_t(item.kv_base);
-  const KeyRow k_row{static_cast<const char*>(p.k) + item.kv_head * p.k_stride_head + ragged_offset * p.k_stride_token,
-                     p.k_stride_page, p.k_stride_token};
-  const KeyRow v_row{static_cast<const char*>(p.v) + item.kv_head * p.v_stride_head + ragged_offset * p.v_stride_token,
-                     p.v_stride_page, p.v_stride_token};
+  const ItemRows kv_rows = item_rows(p, item, 1);  // fp8: strides are bytes
+  const KeyRow k_row = kv_rows.k, v_row = kv_rows.v;
   const auto stage_of = [&](int t) { return smem + S::kv + (t % kStages) * S::kStageBytes; };
   // 16-byte copies when every K and V row starts 16-byte aligned (half the copy
   // instructions of 8-byte ones).

@@ -57,7 +57,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32)
   extern __shared__ __align__(128) unsigned char smem_cta[];
   const detail::WorkItem item = load_work_item(p.items + blockIdx.x);
   if (unused_item(item)) return;  // grid sized for the capacity
-  const KeyLocator locate{p.kv_indices ? p.kv_indices + item.kv_base : nullptr, p.page_size};
+  const KeyLocator locate = item_locator(p, item);
   // The first pages are looked up from the item alone, before the request's entry
   // arrives (as in the 16-row tile), and again in the rare case that it clips them.
   PagesAhead<kKeys> ahead;
@@ -82,11 +82,8 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32)
                                                          rows);
   ptx::cp_async_commit();
 
-  const std::int64_t ragged_offset = p.kv_indices ? 0 : std::int64_t(item.kv_base);
-  const KeyRow k_row{static_cast<const char*>(p.k) + (item.kv_head * p.k_stride_head + ragged_offset * p.k_stride_token) * 2,
-                     p.k_stride_page * 2, p.k_stride_token * 2};
-  const KeyRow v_row{static_cast<const char*>(p.v) + (item.kv_head * p.v_stride_head + ragged_offset * p.v_stride_token) * 2,
-                     p.v_stride_page * 2, p.v_stride_token * 2};
+  const ItemRows kv_rows = item_rows(p, item, sizeof(T));
+  const KeyRow k_row = kv_rows.k, v_row = kv_rows.v;
   // Tile t lands in stage t % 2; the page of tile t + 1 is fetched after tile t's copies.
   const auto load_kv = [&](int t) {
     const int key0 = key_begin + t * step, stage = t & 1;

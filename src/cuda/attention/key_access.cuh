@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "cuda/attention/attention_kernel_params.cuh"
 #include "cuda/common/fast_divmod.cuh"
 
 namespace kvinfer::cuda {
@@ -109,5 +110,27 @@ struct KeyRow {
     return base + s.page * stride_page + s.slot * stride_token;
   }
 };
+
+// The item's key locator: its request's page ids (paged; kv_base is the request's first
+// entry of kv_indices) or none (ragged).
+__device__ __forceinline__ KeyLocator item_locator(const AttentionKernelParams& p, const detail::WorkItem& item) {
+  return {p.kv_indices ? p.kv_indices + item.kv_base : nullptr, p.page_size};
+}
+
+// The rows of the item's KV head in K and in V: the paged cache's, addressed by
+// (page, slot), or the ragged tensors' from the request's first key (kv_base, slot =
+// key). elem: bytes per element (the strides count elements); offset: elements into
+// every row.
+struct ItemRows {
+  KeyRow k, v;
+};
+__device__ __forceinline__ ItemRows item_rows(const AttentionKernelParams& p, const detail::WorkItem& item,
+                                              std::int64_t elem, std::int64_t offset = 0) {
+  const std::int64_t first = p.kv_indices ? 0 : std::int64_t(item.kv_base);
+  return {{static_cast<const char*>(p.k) + (item.kv_head * p.k_stride_head + first * p.k_stride_token + offset) * elem,
+           p.k_stride_page * elem, p.k_stride_token * elem},
+          {static_cast<const char*>(p.v) + (item.kv_head * p.v_stride_head + first * p.v_stride_token + offset) * elem,
+           p.v_stride_page * elem, p.v_stride_token * elem}};
+}
 
 }  // namespace kvinfer::cuda

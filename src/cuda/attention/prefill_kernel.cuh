@@ -641,7 +641,7 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
     if (int(blockIdx.x) >= num_items) return;
     item = p.items[num_items - 1 - int(blockIdx.x)];
   }
-  const KeyLocator locate{p.kv_indices ? p.kv_indices + item.kv_base : nullptr, p.page_size};
+  const KeyLocator locate = item_locator(p, item);
   // A one-warp CTA (the decode tile) looks up the pages of tile t + 2 as it computes
   // tile t (PagesAhead); larger CTAs look them up as they copy. The first two tiles'
   // lookups leave before the request's entry arrives, for the keys the item alone
@@ -676,11 +676,8 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
   load_tile16<kThreads, S::kTileRows, DQK, SwizzledRows, kItemWarps>(sq, q_row, rows);
 
   const std::int64_t elem = sizeof(TKV);
-  const std::int64_t ragged_offset = p.kv_indices ? 0 : std::int64_t(item.kv_base);
-  const KeyRow k_row{static_cast<const char*>(p.k) + (item.kv_head * p.k_stride_head + ragged_offset * p.k_stride_token) * elem,
-                     p.k_stride_page * elem, p.k_stride_token * elem};
-  const KeyRow v_row{static_cast<const char*>(p.v) + (item.kv_head * p.v_stride_head + ragged_offset * p.v_stride_token) * elem,
-                     p.v_stride_page * elem, p.v_stride_token * elem};
+  const ItemRows kv_rows = item_rows(p, item, elem);
+  const KeyRow k_row = kv_rows.k, v_row = kv_rows.v;
   // Tile t lands in stage t % 2 (compute tiles for 16-bit KV, staging tiles for fp8).
   const auto load_kv = [&](int t) {
     const int key0 = key_begin + t * step, stage = t & 1;
