@@ -15,6 +15,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cmath>
 #include <type_traits>
 
@@ -284,9 +285,26 @@ struct DecodeKqKernel {
   // at 64 x 4k, without them 2% slower (H200). At 256 they measured slower (1 x 32k:
   // 71.4 -> 72.9 us), so its items keep one warp each.
   static int max_item_warps() { return D == 256 ? 1 : item_warps_fitting(L::kTileBytes); }
+  // Shared memory of a one-warp CTA. At head_dim 128, where the 16-row tile plans (8
+  // warps per multiprocessor), it is padded so that 8 one-warp CTAs fit and a ninth
+  // does not: by registers alone 12 would, and a plan of one wave would not be one.
+  static int one_warp_bytes() {
+    if constexpr (D != 128) {
+      return L::bytes;
+    } else {
+      static const int bytes = [] {
+        int device = 0, per_sm = 0, reserved = 0;
+        KVINFER_CUDA_CHECK(cudaGetDevice(&device));
+        KVINFER_CUDA_CHECK(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+        KVINFER_CUDA_CHECK(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device));
+        return std::max<int>(L::bytes, per_sm / 9 + 1 - reserved);
+      }();
+      return bytes;
+    }
+  }
   static void prepare() {
     static const bool done = [] {
-      KVINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, L::bytes));
+      KVINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, one_warp_bytes()));
       KVINFER_CUDA_CHECK(cudaFuncSetAttribute(item_warps_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               max_item_warps() * L::kTileBytes));
       return true;
@@ -298,13 +316,13 @@ struct DecodeKqKernel {
     if (p.item_warps > 1) {
       item_warps_kernel<<<dim3(static_cast<unsigned>(grid)), 32 * p.item_warps, p.item_warps * L::kTileBytes, stream>>>(p);
     } else {
-      kernel<<<dim3(static_cast<unsigned>(grid)), 32, L::bytes, stream>>>(p);
+      kernel<<<dim3(static_cast<unsigned>(grid)), 32, one_warp_bytes(), stream>>>(p);
     }
   }
   // Warp slots per multiprocessor (item_warps.cuh).
   static int occupancy() {
     prepare();
-    return item_warp_slots(kernel, L::bytes, item_warps_kernel, max_item_warps(), L::kTileBytes);
+    return item_warp_slots(kernel, one_warp_bytes(), item_warps_kernel, max_item_warps(), L::kTileBytes);
   }
 };
 

@@ -202,7 +202,8 @@ KernelChoice prefill_choice(const Instance* inst, const detail::AttentionProblem
 // 4-7%), so those plans keep it.
 bool key_row_item_warps(const detail::AttentionProblem& pr, int item_warps) {
   const std::int64_t group = pr.group_size();
-  return item_warps > 1 && is_decode_problem(pr) && pr.backend != PrefillBackend::kHopper && pr.head_dim_qk == 128 &&
+  (void)item_warps;
+  return is_decode_problem(pr) && pr.backend != PrefillBackend::kHopper && pr.head_dim_qk == 128 &&
          pr.kv_dtype == pr.q_dtype && group >= 2 && group <= 8 && pr.pos_encoding == PosEncoding::kNone &&
          !general_logits(pr);
 }
