@@ -256,7 +256,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
   }
   if (kStages - 1 < num_tiles) ahead.fetch(locate, key_begin + (kStages - 1) * step, key_end);
   ptx::cp_async_wait_group<kStages - 1>();  // Q
-  tile_sync<kItemWarps, true>();
+  tile_sync<kItemWarps>();
 
   // Q fragments for every k-step, in the permuted dims (see the top of the file).
   std::uint32_t qf[S::kQkSteps][4];
@@ -304,7 +304,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
     if (t + kStages < num_tiles) ahead.fetch(locate, key0 + kStages * step, key_end);
     ptx::cp_async_commit();
     ptx::cp_async_wait_group<kStages - 1>();
-    tile_sync<kItemWarps, true>();
+    tile_sync<kItemWarps>();
     const unsigned char* kt = stage_of(t);
     const unsigned char* vt = kt + kKeys * D;
 
@@ -371,7 +371,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
 #pragma unroll
       for (int i = 0; i < 4; ++i) mma::m16n8k16<__half>(o[0][4 * w + i], pa, b[i][0], b[i][1]);
     }
-    tile_sync<kItemWarps, true>();  // the stage is refilled by the next iteration
+    tile_sync<kItemWarps>();  // the stage is refilled by the next iteration
   }
 
   // Epilogue: lane (g, t4) holds dims [2 t4 C, 2 t4 C + 2 C) of rows g and g + 8:
@@ -380,7 +380,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
     static_assert(S::bytes - S::kv >= kWarpStateBytes<D>, "a warp's state fits in its KV stages");
     unsigned char* scratch = smem + S::kv;
     ptx::cp_async_wait_all();  // no copy still lands in the stages the state reuses
-    tile_sync<kItemWarps, true>();
+    tile_sync<kItemWarps>();
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const float sum = quad_sum(row_sum[0][h]);

@@ -45,8 +45,8 @@ struct DecodeKqTile {
 // The instances that have this tile: 16-bit KV of the query's type. It runs every
 // such decode at head_dim 64 (its one-warp CTAs take 124 registers, so more of them
 // share an SM: 64 x 4k 5% faster than the 16-row tile) and 256 (only it has the
-// registers for the accumulators); at 128, the plans whose items run on several warps
-// (selector.cu: key_row_item_warps).
+// registers for the accumulators); at 128, the 16-row tile's plans (selector.cu:
+// key_row_decode).
 template <class TQ, class TKV, int D>
 inline constexpr bool kHasKqDecodeTile = std::is_same_v<TQ, TKV> && sizeof(TQ) == 2;
 

@@ -141,23 +141,18 @@ __device__ __forceinline__ const char* packed_q_row(const AttentionKernelParams&
 // The thread's index among the threads that share a tile, and their barrier: the
 // CTA's, except in the item-warp instance of the one-warp (decode) tile, whose CTA
 // holds several warps that each run a tile of their own (item_warps.cuh): there the
-// lane, and the warp's own barrier. For the 16-bit tile that is __syncwarp: a named
-// barrier per warp (bar.sync 1 + warp, 32) measured the same, and compute-sanitizer's
-// racecheck does not follow it there: where the item's request is split it reports
+// lane, and the warp's own barrier, __syncwarp. Not a named barrier per warp
+// (bar.sync 1 + warp, 32), which the fp8 tile had (2.7% faster at fp8 16 x 8k, 2%
+// slower at 1 x 32k): compute-sanitizer's racecheck does not follow it, and reports
 // the CTA merge's reads, after __syncthreads, as racing with the warps' state stores
-// before it (docs/performance.md, "racecheck and the warps' barrier"). The fp8 tile
-// keeps the named barrier (kNamedWarpBarrier): 2.7% faster at 16 x 8k with it.
+// before it (docs/performance.md, "racecheck and the warps' barrier").
 template <bool kItemWarps>
 __device__ __forceinline__ int tile_thread() {
   return kItemWarps ? int(threadIdx.x) % 32 : int(threadIdx.x);
 }
-template <bool kItemWarps, bool kNamedWarpBarrier = false>
+template <bool kItemWarps>
 __device__ __forceinline__ void tile_sync() {
-  if constexpr (kItemWarps && kNamedWarpBarrier) {
-    // A barrier instruction rather than __syncwarp: the compiler then knows that the
-    // warp converged there, as after __syncthreads.
-    ptx::bar_sync(1 + int(threadIdx.x) / 32, 32);
-  } else if constexpr (kItemWarps) {
+  if constexpr (kItemWarps) {
     __syncwarp();
   } else {
     __syncthreads();

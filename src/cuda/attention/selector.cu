@@ -192,17 +192,15 @@ KernelChoice prefill_choice(const Instance* inst, const detail::AttentionProblem
   return {inst, rows, supported && rows == 128 && pr.backend == PrefillBackend::kAuto && hopper_device(device)};
 }
 
-// At head_dim 128 the 16-row tile plans 16-bit decode of groups 2-8, and the plans
-// whose items run on several warps (item_warps.cuh) launch the key-row tile
-// (decode_tile_kq.cuh) instead: both hold at least the 8 warps per multiprocessor
-// that the plan counts (the 16-row tile's one-warp CTAs, the key-row tile's CTAs of
-// item warps), so one plan suits both. With item warps the key-row tile is 1-3% faster on the H200
-// (1 x 32k 41.3 -> 39.9 us, 16 x 8k 127.3 -> 125.9, 64 x 4k 249.0 -> 246.8); with one
-// warp per item the 16-row tile is (256 x 1k 249 against 259 us, skewed lengths by
-// 4-7%), so those plans keep it.
-bool key_row_item_warps(const detail::AttentionProblem& pr, int item_warps) {
+// At head_dim 128 the 16-row tile plans 16-bit decode of groups 2-8 and the key-row
+// tile (decode_tile_kq.cuh) runs the plan: both hold 8 warps per multiprocessor (the
+// 16-row tile's one-warp CTAs; the key-row tile's CTAs of item warps, and its one-warp
+// CTAs padded to 8), so one plan suits both. On the H200 the key-row tile is 1-3%
+// faster with item warps (1 x 32k 41.0 -> 39.8 us, 16 x 8k 127.3 -> 125.9, 64 x 4k
+// 248.9 -> 247.0) and as fast or faster with one warp per item (256 x 1k 0.992, 16 x
+// 8k unsplit 0.886, skewed lengths 0.999-1.003).
+bool key_row_decode(const detail::AttentionProblem& pr) {
   const std::int64_t group = pr.group_size();
-  (void)item_warps;
   return is_decode_problem(pr) && pr.backend != PrefillBackend::kHopper && pr.head_dim_qk == 128 &&
          pr.kv_dtype == pr.q_dtype && group >= 2 && group <= 8 && pr.pos_encoding == PosEncoding::kNone &&
          !general_logits(pr);
@@ -297,7 +295,7 @@ void run_attention(const detail::AttentionParams& p) {
   KVINFER_CUDA_CHECK(cudaGetDevice(&device));
   KernelChoice kernel = choose_kernel(pr, device);
   int q_tile_rows = p.q_tile_rows;
-  if (key_row_item_warps(pr, p.item_warps)) {
+  if (key_row_decode(pr)) {
     if (const Instance* inst = find(kDecodeInstances, pr)) {
       kernel = {inst, decode_tile_rows(pr.group_size()), false, true};
       q_tile_rows = kernel.q_tile_rows;

@@ -124,12 +124,6 @@ __device__ __forceinline__ void cp_async_wait_all() {
   asm volatile("cp.async.wait_all;" ::: "memory");
 }
 
-// bar.sync id, threads: a named barrier of `threads` threads (a multiple of 32) of
-// the CTA; it orders their shared-memory accesses as __syncthreads (barrier 0) does.
-__device__ __forceinline__ void bar_sync(int id, int threads) {
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
-}
-
 // prefetch.global.L2: brings the line holding p into L2, no register result.
 __device__ __forceinline__ void prefetch_l2(const void* p) {
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
