@@ -131,7 +131,8 @@ bool tensor_core_decode(const detail::AttentionProblem& pr) {
   const bool fp8_rope = is_fp8(pr.kv_dtype) && pr.pos_encoding == PosEncoding::kRopeLlama;
   // The key-row tile (launch_decode; kHasKqDecodeTile says why these head dims) takes
   // decode problems only: a few query tokens per request (speculative verification)
-  // stay on this tile.
+  // stay on this tile. At head_dim 128 this tile plans and the key-row tile runs the
+  // plan (run_attention, key_row_decode).
   const bool key_row_tile = is_decode_problem(pr) && pr.kv_dtype == pr.q_dtype && pr.head_dim_qk != 128 &&
                             group <= 8 && pr.pos_encoding == PosEncoding::kNone;
   return group >= 2 && group <= kDecodeTileRows && pr.head_dim_vo <= 128 && pr.pos_encoding != PosEncoding::kAlibi &&
