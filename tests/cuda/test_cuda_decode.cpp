@@ -117,8 +117,9 @@ std::vector<AttentionCase> decode_cases() {
   // the empty one every warp. One 20k request at head_dim 64 (HND, pages of 5, fp16)
   // gets 8 warps per item and chunks merged after; with a window, and with several
   // query tokens per request under the causal mask (the decode tile of a speculative
-  // verification step, 4 tokens of a group of 4). At head_dim 64 the item warps are the
-  // key-row tile's (decode_tile_kq.cuh). The fp8 tile's item warps: e4m3 over
+  // verification step, 4 tokens of a group of 4). With 16-bit KV and one token per
+  // request the item warps are the key-row tile's (decode_tile_kq.cuh), in the
+  // verification step the 16-row tile's. The fp8 tile's item warps: e4m3 over
   // the 16 requests, e5m2 with fp16 q at head_dim 64 over the 20k request.
   for (int v = 0; v < 6; ++v) {
     AttentionCase c = longest;
