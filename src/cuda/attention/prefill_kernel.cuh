@@ -145,7 +145,7 @@ __device__ __forceinline__ const char* packed_q_row(const AttentionKernelParams&
 // (bar.sync 1 + warp, 32), which the fp8 tile had (2.7% faster at fp8 16 x 8k, 2%
 // slower at 1 x 32k): compute-sanitizer's racecheck does not follow it, and reports
 // the CTA merge's reads, after __syncthreads, as racing with the warps' state stores
-// before it (docs/performance.md, "racecheck and the warps' barrier").
+// before it (docs/performance.md, session 14, "racecheck and the fp8 tile's barrier").
 template <bool kItemWarps>
 __device__ __forceinline__ int tile_thread() {
   return kItemWarps ? int(threadIdx.x) % 32 : int(threadIdx.x);
