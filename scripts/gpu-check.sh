@@ -16,7 +16,8 @@
 # KVINFER_SANITIZER_FILTER (a --gtest_filter for the runs under the sanitizer),
 # KVINFER_BENCH_SKIP (space-separated benchmark names not to run),
 # KVINFER_GPU_CHECK_SKIP (space-separated steps to skip:
-# tests sanitizer bench).
+# tests sanitizer bench), KVINFER_COMMIT (the commit to report, for a copy of a working
+# tree whose git metadata is older than its files, as the GPU machine's is).
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 [[ $# -eq 1 ]] || { echo "usage: $0 OUTDIR" >&2; exit 2; }
@@ -43,7 +44,11 @@ note() { echo "== gpu-check: $*" | tee -a "$out/build.log"; }
 # ---------------------------------------------------------------- device and build
 {
   echo "date: $(date -u +%FT%TZ)"
-  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (dirty)')"
+  if [[ -n ${KVINFER_COMMIT:-} ]]; then
+    echo "commit: $KVINFER_COMMIT (given)"
+  else
+    echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (dirty)')"
+  fi
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm,temperature.gpu,utilization.gpu \
     --format=csv 2>&1 || true
   nvcc --version 2>&1 | tail -1 || true
