@@ -14,6 +14,7 @@
 #include "bench/common/gpu_json.hpp"
 #include "bench/common/host_tensor.hpp"
 #include "bench/common/report.hpp"
+#include "bench/common/warp_timeline.hpp"
 #include "kvinfer/kvinfer.hpp"
 
 using namespace kvinfer;
@@ -192,6 +193,9 @@ int main(int argc, char** argv) try {
             .kv_dtype = s.kv_dtype, .split = s.split});
     const Timing t = timer.time([&] { w.run(st.q, st.kv, st.out, {.stream = timer.stream()}); }, 5,
                                 std::max(args.runs, 20), true);
+    // Builds with KVINFER_CUDA_TIMELINE: when the warps stream and finish (on stderr).
+    print_warp_timeline(stderr, s.name, double(st.kv_bytes),
+                        [&] { w.run(st.q, st.kv, st.out, {.stream = timer.stream()}); });
     const double io = double(st.q.nbytes() + st.out.nbytes());
     const double gbps = (st.kv_bytes + io) / (t.median_us * 1e3);
     const std::size_t kv_bytes = std::size_t(st.kv_bytes);

@@ -50,6 +50,9 @@ struct AttentionKernelParams {
   bool causal;
   std::int32_t window_left;   // -1: no window
   const std::uint8_t* custom_mask;  // packed bits (RequestInfo::mask_offset), or null
+#if KVINFER_CUDA_TIMELINE
+  std::uint64_t* timeline;  // the decode tiles' warp timeline (warp_timeline.cuh), or null
+#endif
 };
 
 AttentionKernelParams make_kernel_params(const detail::AttentionParams& p);

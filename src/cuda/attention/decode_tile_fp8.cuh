@@ -28,6 +28,7 @@
 #include <utility>
 
 #include "cuda/attention/prefill_kernel.cuh"
+#include "cuda/attention/warp_timeline.cuh"
 
 namespace kvinfer::cuda {
 
@@ -195,6 +196,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
   // (redone where it clips the item's keys).
   const detail::WorkItem item = load_work_item(p.items + blockIdx.x);
   if (unused_item(item)) return;  // grid sized for the capacity
+  WarpTimeline timeline(p);
   const KeyLocator locate = item_locator(p, item);
   PagesAhead<kKeys> ahead;  // the pages of the next tile to load, one load ahead
   const ItemKeys guess = item_keys_ahead<kItemWarps>(item, kKeys);
@@ -298,6 +300,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
 
   for (int t = 0; t < num_tiles; ++t) {
     const int key0 = key_begin + t * step;
+    timeline.tile(t, num_tiles);
     // Tile t + kStages - 1 goes into the stage tile t - 1 used (released by the
     // barrier that ended the previous iteration).
     if (t + kStages - 1 < num_tiles) load_kv(t + kStages - 1);
@@ -373,6 +376,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
     }
     tile_sync<kItemWarps>();  // the stage is refilled by the next iteration
   }
+  timeline.tile(num_tiles, num_tiles);
 
   // Epilogue: lane (g, t4) holds dims [2 t4 C, 2 t4 C + 2 C) of rows g and g + 8:
   // o[c][2h] is dim 2 t4 C + c of row g + 8h, o[c][2h + 1] dim 2 t4 C + C + c.

@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "cuda/attention/prefill_kernel.cuh"
+#include "cuda/attention/warp_timeline.cuh"
 
 namespace kvinfer::cuda {
 
@@ -58,6 +59,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32)
   extern __shared__ __align__(128) unsigned char smem_cta[];
   const detail::WorkItem item = load_work_item(p.items + blockIdx.x);
   if (unused_item(item)) return;  // grid sized for the capacity
+  WarpTimeline timeline(p);
   const KeyLocator locate = item_locator(p, item);
   // The first pages are looked up from the item alone, before the request's entry
   // arrives (as in the 16-row tile), and again in the rare case that it clips them.
@@ -130,6 +132,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32)
 
   for (int t = 0; t < num_tiles; ++t) {
     const int key0 = key_begin + t * step;
+    timeline.tile(t, num_tiles);
     const unsigned off = unsigned((t & 1) * L::stage);
 
     // S^T = K Q^T: keys g and g + 8 of rows 2 t4, 2 t4 + 1. Even and odd k-steps
@@ -203,6 +206,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32)
   // 8-element pieces: the output, or the item's partial state where its request has
   // several chunks. Item warps leave the same state in their stages, in the layout
   // of item_warps.cuh, and the CTA merges them.
+  timeline.tile(num_tiles, num_tiles);
   ptx::cp_async_wait_all();
   __syncwarp();
   float norm[2];

@@ -12,6 +12,7 @@
 #include "cuda/attention.hpp"
 #include "cuda/attention/attention_kernel_params.cuh"
 #include "cuda/attention/merge_partials.hpp"
+#include "cuda/attention/warp_timeline.hpp"
 #include "cuda/check.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/runtime.hpp"
@@ -227,6 +228,13 @@ KernelChoice choose_kernel(const detail::AttentionProblem& pr, int device) {
 
 }  // namespace
 
+#if KVINFER_CUDA_TIMELINE
+namespace {
+std::uint64_t* g_warp_timeline = nullptr;
+}
+void set_warp_timeline(std::uint64_t* device_buffer) { g_warp_timeline = device_buffer; }
+#endif
+
 KernelTraits select_kernel(const detail::AttentionProblem& pr, int device) {
   KVINFER_CUDA_CHECK(cudaSetDevice(device));
   const KernelChoice k = choose_kernel(pr, device);
@@ -287,6 +295,9 @@ AttentionKernelParams make_kernel_params(const detail::AttentionParams& p) {
   k.causal = pr.mask_mode == MaskMode::kCausal;
   k.window_left = pr.window_left;
   k.custom_mask = pr.mask_mode == MaskMode::kCustom ? p.custom_mask : nullptr;
+#if KVINFER_CUDA_TIMELINE
+  k.timeline = g_warp_timeline;
+#endif
   return k;
 }
 
