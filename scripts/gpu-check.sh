@@ -211,7 +211,10 @@ for b in benches:
         md += [b.get("error", "no result"), ""]
         continue
     for k, c in (r.get("ceilings") or {}).items():
-        md.append(f"- {k}: {fmt(c.get('value', 0))} {c.get('unit', '')} ({c.get('detail', '')})")
+        if isinstance(c, dict):
+            md.append(f"- {k}: {fmt(c.get('value', 0))} {c.get('unit', '')} ({c.get('detail', '')})")
+        else:  # a plain figure (bench_cpu_attention's read of its bytes)
+            md.append(f"- {k}: {fmt(c)}")
     rows = r.get("rows") or []
     cols = r.get("columns") or (list(rows[0].keys()) if rows else [])
     if rows:
