@@ -19,9 +19,11 @@ namespace kvinfer::bench {
 #if KVINFER_CUDA_TIMELINE
 namespace {
 
-constexpr int kWords = 16;          // kWarpTimelineWords (warp_timeline.cuh)
-constexpr int kCheckpoints = 9;     // tiles k n / 8, k = 0..8
-constexpr int kSteps = 25;          // of the printed rate
+using cuda::kTimelineCheckpoint0, cuda::kTimelineCheckpoints, cuda::kTimelineEntry, cuda::kTimelineExit,
+    cuda::kTimelineSm, cuda::kTimelineTiles;
+constexpr int kWords = cuda::kWarpTimelineWords;
+constexpr int kCheckpoints = kTimelineCheckpoints;
+constexpr int kSteps = 25;  // of the printed rate
 
 struct Warp {
   double checkpoint[kCheckpoints];  // µs after the first warp's start
@@ -31,18 +33,18 @@ struct Warp {
 
 std::vector<Warp> read_warps(const std::vector<std::uint64_t>& words) {
   std::uint64_t t0 = ~std::uint64_t(0);
-  const auto streamed = [&](std::size_t i) { return words[i] != 0 && words[i + 10] != 0; };
+  const auto streamed = [&](std::size_t i) { return words[i + kTimelineEntry] != 0 && words[i + kTimelineExit] != 0; };
   for (std::size_t i = 0; i + kWords <= words.size(); i += kWords) {
-    if (streamed(i)) t0 = std::min(t0, words[i]);
+    if (streamed(i)) t0 = std::min(t0, words[i + kTimelineEntry]);
   }
   std::vector<Warp> warps;
   for (std::size_t i = 0; i + kWords <= words.size(); i += kWords) {
     if (!streamed(i)) continue;
     Warp w;
-    for (int k = 0; k < kCheckpoints; ++k) w.checkpoint[k] = double(words[i + 1 + k] - t0) / 1e3;
-    w.exit = double(words[i + 10] - t0) / 1e3;
-    w.sm = int(words[i + 11]);
-    w.tiles = int(words[i + 12]);
+    for (int k = 0; k < kCheckpoints; ++k) w.checkpoint[k] = double(words[i + kTimelineCheckpoint0 + k] - t0) / 1e3;
+    w.exit = double(words[i + kTimelineExit] - t0) / 1e3;
+    w.sm = int(words[i + kTimelineSm]);
+    w.tiles = int(words[i + kTimelineTiles]);
     warps.push_back(w);
   }
   return warps;

@@ -15,10 +15,9 @@
 #include <cstdint>
 
 #include "cuda/attention/attention_kernel_params.cuh"
+#include "cuda/attention/warp_timeline.hpp"
 
 namespace kvinfer::cuda {
-
-inline constexpr int kWarpTimelineWords = 16;
 
 #if KVINFER_CUDA_TIMELINE
 class WarpTimeline {
@@ -27,26 +26,26 @@ class WarpTimeline {
       : out_(p.timeline != nullptr && threadIdx.x % 32 == 0
                  ? p.timeline + (std::uint64_t(blockIdx.x) * (blockDim.x / 32) + threadIdx.x / 32) * kWarpTimelineWords
                  : nullptr) {
-    stamp(0);
+    stamp(kTimelineEntry);
   }
   WarpTimeline(const WarpTimeline&) = delete;
   WarpTimeline& operator=(const WarpTimeline&) = delete;
   // Before tile t of the warp's n (t = n once the loop is done).
   __device__ __forceinline__ void tile(int t, int n) {
-    if (out_ != nullptr && next_ <= 8 && t * 8 >= next_ * n) {
-      stamp(1 + next_);
-      out_[12] = std::uint64_t(n);
+    if (out_ != nullptr && next_ < kTimelineCheckpoints && t * 8 >= next_ * n) {
+      stamp(kTimelineCheckpoint0 + next_);
+      out_[kTimelineTiles] = std::uint64_t(n);
       ++next_;
     }
   }
   __device__ ~WarpTimeline() {
     if (out_ != nullptr && next_ > 0) {
-      stamp(10);
+      stamp(kTimelineExit);
       unsigned sm;
       asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-      out_[11] = sm;
+      out_[kTimelineSm] = sm;
     } else if (out_ != nullptr) {
-      out_[0] = 0;  // no tiles: not a streaming warp
+      out_[kTimelineEntry] = 0;  // no tiles: not a streaming warp
     }
   }
 
