@@ -58,10 +58,57 @@ struct DecodeFp8Shape {
 // at units t and 4 + t... of one or two lines: x differs in bit 2 between them) and
 // the V read (rows 2t + e for t = 0..3 at units g in {0, 1}: x differs in bits 1-2).
 template <int D>
-__device__ __forceinline__ int raw_offset(int row, int b) {
+__host__ __device__ constexpr int raw_offset(int row, int b) {
   const int lin = row * D + b, line = lin >> 7;
   return lin ^ ((((line & 6) ^ ((line & 1) << 2))) << 4);
 }
+
+// The swizzle depends on a line's three low bits only, so offsets repeat every 8 lines
+// (kRawPeriodRows rows) shifted by 1024 bytes: a lane computes the swizzle of its
+// first period once, before its tiles, and every other offset is that plus a constant
+// (an immediate of the shared-memory access), where recomputing the swizzle per tile
+// cost ~40 of the ~420 instructions of a 16-key tile.
+template <int D>
+inline constexpr int kRawPeriodRows = 1024 / D;
+
+template <int D>
+constexpr bool raw_offsets_repeat() {
+  for (int row = 0; row < 2 * kRawPeriodRows<D>; ++row)
+    for (int b = 0; b < D; ++b)
+      if (raw_offset<D>(row + kRawPeriodRows<D>, b) != raw_offset<D>(row, b) + 1024) return false;
+  return true;
+}
+static_assert(raw_offsets_repeat<64>() && raw_offsets_repeat<128>());
+
+// Within a 128-byte line, the upper 64 bytes' offsets are the lower's with bit 6 flipped
+// (the line's swizzle is one XOR over bits 4-6).
+template <int D>
+constexpr bool raw_halves_flip() {
+  for (int row = 0; row < kRawPeriodRows<D>; ++row)
+    for (int b = 0; b < D; ++b)
+      if (b % 128 < 64 && raw_offset<D>(row, b + 64) != (raw_offset<D>(row, b) ^ 64)) return false;
+  return true;
+}
+static_assert(raw_halves_flip<128>());
+
+// The shared-memory offsets of this lane's copies in a raw stage (copy_fp8_tile): step
+// s writes rows s * kRowsPerStep + lane / kUnitsPerRow at unit lane % kUnitsPerRow.
+template <int D, int kKeys, int kUnit>
+struct RawCopyOffsets {
+  static constexpr int kUnitsPerRow = D / kUnit;
+  static constexpr int kRowsPerStep = 32 / kUnitsPerRow;
+  static constexpr int kSteps = kKeys / kRowsPerStep;
+  static_assert(kRawPeriodRows<D> % kRowsPerStep == 0);
+  static constexpr int kPeriodSteps = kRawPeriodRows<D> / kRowsPerStep;
+  static constexpr int kBases = kPeriodSteps < kSteps ? kPeriodSteps : kSteps;
+  int base[kBases];
+  __device__ explicit RawCopyOffsets(int lane) {
+#pragma unroll
+    for (int s = 0; s < kBases; ++s)
+      base[s] = raw_offset<D>(s * kRowsPerStep + lane / kUnitsPerRow, lane % kUnitsPerRow * kUnit);
+  }
+  __device__ int operator()(int step) const { return base[step % kPeriodSteps] + step / kPeriodSteps * 1024; }
+};
 
 // Four fp8 elements (x, first in the low byte) as two registers of two fp16 (lo:
 // elements 0, 1; hi: 2, 3; first in the low half): one cvt per pair, each reading
@@ -93,7 +140,7 @@ __device__ __forceinline__ void fp8x4_to_half2x2(std::uint32_t x, std::uint32_t&
 template <int D, int kKeys, bool kPaged, int kUnit>
 __device__ __forceinline__ void copy_fp8_tile(unsigned stage, const KeyLocator& locate, const KeyRow& k_row,
                                               const KeyRow& v_row, int key0, int valid, const PagesAhead<kKeys>& ahead,
-                                              int lane) {
+                                              const RawCopyOffsets<D, kKeys, kUnit>& offsets, int lane) {
   constexpr int kUnitsPerRow = D / kUnit;
   static_assert(D <= 128 && 32 % kUnitsPerRow == 0, "whole rows of at most one 128-byte line per instruction");
   constexpr int kRowsPerStep = 32 / kUnitsPerRow;
@@ -113,7 +160,7 @@ __device__ __forceinline__ void copy_fp8_tile(unsigned stage, const KeyLocator& 
       for (int step = 0; step < kKeys / kRowsPerStep; ++step) {
         const int row = step * kRowsPerStep + r0;
         const bool ok = row < valid;
-        const unsigned dst = stage + unsigned(raw_offset<D>(row, unit * kUnit));
+        const unsigned dst = stage + unsigned(offsets(step));
         ptx::cp_async_or_zero<kUnit>(dst, k_src + step * kRowsPerStep * k_row.stride_token, ok);
         ptx::cp_async_or_zero<kUnit>(dst + unsigned(kKeys * D), v_src + step * kRowsPerStep * v_row.stride_token, ok);
       }
@@ -126,7 +173,7 @@ __device__ __forceinline__ void copy_fp8_tile(unsigned stage, const KeyLocator& 
     const bool ok = row < valid;
     const int key = key0 + (ok ? row : 0);
     const KeySlot at = kPaged ? ahead.slot(locate, key, ok ? row : 0) : KeySlot{0, key};
-    const unsigned dst = stage + unsigned(raw_offset<D>(row, unit * kUnit));
+    const unsigned dst = stage + unsigned(offsets(step));
     ptx::cp_async_or_zero<kUnit>(dst, k_row(at) + unit * kUnit, ok);
     ptx::cp_async_or_zero<kUnit>(dst + unsigned(kKeys * D), v_row(at) + unit * kUnit, ok);
   }
@@ -229,17 +276,20 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
                       std::uintptr_t(p.k_stride_page | p.k_stride_token | p.k_stride_head | p.v_stride_page |
                                      p.v_stride_token | p.v_stride_head)) &
                      15u) == 0;
+  const RawCopyOffsets<D, kKeys, 16> wide_offsets(lane);
+  const RawCopyOffsets<D, kKeys, 8> narrow_offsets(lane);
   const auto load_kv = [&](int t) {
     const int key0 = key_begin + t * step;
     const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(stage_of(t)));
-    const auto copy = [&](auto paged, auto unit) {
-      copy_fp8_tile<D, kKeys, decltype(paged)::value, decltype(unit)::value>(dst, locate, k_row, v_row, key0,
-                                                                              key_end - key0, ahead, lane);
+    const auto copy = [&](auto paged, const auto& offsets) {
+      constexpr int kUnit = std::remove_cvref_t<decltype(offsets)>::kUnitsPerRow == D / 16 ? 16 : 8;
+      copy_fp8_tile<D, kKeys, decltype(paged)::value, kUnit>(dst, locate, k_row, v_row, key0, key_end - key0, ahead,
+                                                            offsets, lane);
     };
     if (locate.pages != nullptr) {
-      wide ? copy(std::true_type{}, std::integral_constant<int, 16>{}) : copy(std::true_type{}, std::integral_constant<int, 8>{});
+      wide ? copy(std::true_type{}, wide_offsets) : copy(std::true_type{}, narrow_offsets);
     } else {
-      wide ? copy(std::false_type{}, std::integral_constant<int, 16>{}) : copy(std::false_type{}, std::integral_constant<int, 8>{});
+      wide ? copy(std::false_type{}, wide_offsets) : copy(std::false_type{}, narrow_offsets);
     }
   };
   // Tiles 0 .. kStages - 2 stream in behind Q; one commit group per tile, empty or not,
@@ -276,13 +326,24 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
 
   // This lane's offsets in a raw stage: its K words (key 8 f + g, dims 64 blk + 16 t4)
   // and its V rows (keys 2 t4 + (e & 1) + 8 (e >> 1), dims [C g, C g + C)).
+  // Rows 8 apart are a swizzle period apart at head_dim 128 (kRawPeriodRows), and the
+  // second 64 dims of a row flip bit 6 (raw_halves_flip): one swizzle for K's four.
+  constexpr bool kEightRowsPeriodic = 8 % kRawPeriodRows<D> == 0;
   int k_off[2][D / 64], v_off[4];
 #pragma unroll
   for (int f = 0; f < 2; ++f)
 #pragma unroll
-    for (int blk = 0; blk < D / 64; ++blk) k_off[f][blk] = raw_offset<D>(8 * f + g, 64 * blk + 16 * t4);
+    for (int blk = 0; blk < D / 64; ++blk)
+      k_off[f][blk] = blk > 0                       ? k_off[f][0] ^ (64 * blk)
+                      : kEightRowsPeriodic && f > 0 ? k_off[0][0] + 8 * f * D
+                                                    : raw_offset<D>(8 * f + g, 16 * t4);
+  // ptxas would recompute the swizzle of the first offset in every tile from the lane's
+  // g and t4 (both live) rather than hold it; a value that comes out of a shuffle it
+  // holds.
+  k_off[0][0] = __shfl_sync(0xffffffffu, k_off[0][0], lane);
 #pragma unroll
-  for (int e = 0; e < 4; ++e) v_off[e] = raw_offset<D>(2 * t4 + (e & 1) + 8 * (e >> 1), C * g);
+  for (int e = 0; e < 4; ++e)
+    v_off[e] = kEightRowsPeriodic && e >= 2 ? v_off[e - 2] + 8 * D : raw_offset<D>(2 * t4 + (e & 1) + 8 * (e >> 1), C * g);
 
   int tok[1][2];
 #pragma unroll
