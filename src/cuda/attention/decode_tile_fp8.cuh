@@ -66,8 +66,8 @@ __host__ __device__ constexpr int raw_offset(int row, int b) {
 // The swizzle depends on a line's three low bits only, so offsets repeat every 8 lines
 // (kRawPeriodRows rows) shifted by 1024 bytes: a lane computes the swizzle of its
 // first period once, before its tiles, and every other offset is that plus a constant
-// (an immediate of the shared-memory access), where recomputing the swizzle per tile
-// cost ~40 of the ~420 instructions of a 16-key tile.
+// (an immediate of the shared-memory access). Recomputed in every tile, the swizzles
+// took 57 of the 406 instructions of a 16-key tile (paged, head_dim 128, sm_90a).
 template <int D>
 inline constexpr int kRawPeriodRows = 1024 / D;
 
