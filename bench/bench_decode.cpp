@@ -140,6 +140,23 @@ int main(int argc, char** argv) try {
     s.kv_dtype = DType::kE4M3;
     shapes.push_back(s);
   }
+  // fp8 rows are 128 bytes, NHD pages place a head's 16 rows 1 KiB apart: the same
+  // problem where a head's rows are one run (HND pages, and the peers' contiguous HND).
+  {
+    DecodeShape s = equal(16, 8192);
+    s.name += " fp8e4m3 HND";
+    s.kv_dtype = DType::kE4M3;
+    s.layout = KVLayout::kHND;
+    shapes.push_back(s);
+    s = equal(16, 8192);
+    s.name += " fp8e4m3 contiguous HND";
+    s.kv_dtype = DType::kE4M3;
+    s.layout = KVLayout::kHND;
+    s.page_size = 8192;
+    s.shuffled = false;
+    s.kv_pair = true;
+    shapes.push_back(s);
+  }
   // head_dim 256 (the key-row tile) where a request is long or few share the device.
   for (auto [b, l] : {std::pair{1, 32768}, {16, 8192}}) {
     DecodeShape s = equal(b, l);
