@@ -95,6 +95,7 @@ static_assert(raw_halves_flip<128>());
 // s writes rows s * kRowsPerStep + lane / kUnitsPerRow at unit lane % kUnitsPerRow.
 template <int D, int kKeys, int kUnit>
 struct RawCopyOffsets {
+  static constexpr int kUnitBytes = kUnit;
   static constexpr int kUnitsPerRow = D / kUnit;
   static constexpr int kRowsPerStep = 32 / kUnitsPerRow;
   static constexpr int kSteps = kKeys / kRowsPerStep;
@@ -282,7 +283,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
     const int key0 = key_begin + t * step;
     const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(stage_of(t)));
     const auto copy = [&](auto paged, const auto& offsets) {
-      constexpr int kUnit = std::remove_cvref_t<decltype(offsets)>::kUnitsPerRow == D / 16 ? 16 : 8;
+      constexpr int kUnit = std::remove_cvref_t<decltype(offsets)>::kUnitBytes;
       copy_fp8_tile<D, kKeys, decltype(paged)::value, kUnit>(dst, locate, k_row, v_row, key0, key_end - key0, ahead,
                                                             offsets, lane);
     };
@@ -328,6 +329,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
   // and its V rows (keys 2 t4 + (e & 1) + 8 (e >> 1), dims [C g, C g + C)).
   // Rows 8 apart are a swizzle period apart at head_dim 128 (kRawPeriodRows), and the
   // second 64 dims of a row flip bit 6 (raw_halves_flip): one swizzle for K's four.
+  static_assert(D <= 128, "k_off[f][1] from k_off[f][0] holds within one 128-byte row");
   constexpr bool kEightRowsPeriodic = 8 % kRawPeriodRows<D> == 0;
   int k_off[2][D / 64], v_off[4];
 #pragma unroll
