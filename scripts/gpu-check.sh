@@ -12,8 +12,9 @@
 # with --json PATH (bench_ceilings first); no list to edit when one is added. A
 # benchmark that needs other arguments or more time gets one line in bench_args /
 # bench_timeout below. Environment: KVINFER_BUILD_DIR (build-gpu), KVINFER_CMAKE_ARGS
-# (extra configure arguments), KVINFER_SANITIZER_TIMEOUT (300 s per shard), KVINFER_SANITIZER_SHARDS (3 per tool),
-# KVINFER_SANITIZER_FILTER (a --gtest_filter for the runs under the sanitizer),
+# (extra configure arguments), KVINFER_SANITIZER_SHARDS (gtest shards per tool, all run
+# at once: 3), KVINFER_SANITIZER_TIMEOUT (300 s per shard), KVINFER_SANITIZER_FILTER (a
+# --gtest_filter for the runs under the sanitizer; every GPU test by default),
 # KVINFER_BENCH_SKIP (space-separated benchmark names not to run),
 # KVINFER_GPU_CHECK_SKIP (space-separated steps to skip:
 # tests sanitizer bench), KVINFER_COMMIT (the commit to report, for a copy of a working
