@@ -198,6 +198,9 @@ int main(int argc, char** argv) try {
   std::erase_if(shapes, [&](const DecodeShape& s) { return !args.selected(s.name); });
 
   GpuTimer timer;
+  // Standalone times: no programmatic launch, so that no run overlaps the L2 flush
+  // before it (bench_layer_steps measures what that overlap saves between kernels).
+  const RunOptions standalone{.stream = timer.stream(), .enable_pdl = false};
   std::uint64_t seed = 1;
   // A plain read of each case's KV bytes, timed alike: the most a decode of that size
   // can reach (at 134 MB, as for 1 x 32k, launch and ramp-up are a visible part).
@@ -208,11 +211,11 @@ int main(int argc, char** argv) try {
     w.plan({.page_table = {st.indptr, st.indices, st.last}, .num_qo_heads = s.num_qo_heads,
             .num_kv_heads = s.num_kv_heads, .head_dim = s.head_dim, .page_size = s.page_size,
             .kv_dtype = s.kv_dtype, .split = s.split});
-    const Timing t = timer.time([&] { w.run(st.q, st.kv, st.out, {.stream = timer.stream()}); }, 5,
+    const Timing t = timer.time([&] { w.run(st.q, st.kv, st.out, standalone); }, 5,
                                 std::max(args.runs, 20), true);
     // Builds with KVINFER_CUDA_TIMELINE: when the warps stream and finish (on stderr).
     print_warp_timeline(stderr, s.name, double(st.kv_bytes),
-                        [&] { w.run(st.q, st.kv, st.out, {.stream = timer.stream()}); });
+                        [&] { w.run(st.q, st.kv, st.out, standalone); });
     const double io = double(st.q.nbytes() + st.out.nbytes());
     const double gbps = (st.kv_bytes + io) / (t.median_us * 1e3);
     const std::size_t kv_bytes = std::size_t(st.kv_bytes);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "kvinfer/attention/options.hpp"
 #include "kvinfer/core/tensor.hpp"
@@ -71,6 +72,7 @@ struct AttentionParams {
   bool fixed_split = false;              // a fixed split size: results independent of the rest of the batch
   std::int32_t item_warps = 1;           // warps that share each item's keys (Schedule::item_warps)
   Stream stream = nullptr;
+  std::optional<bool> enable_pdl;        // RunOptions::enable_pdl
 };
 
 }  // namespace kvinfer::detail

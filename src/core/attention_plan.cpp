@@ -312,6 +312,7 @@ void AttentionPlan::run(std::string_view op, const TensorView& q, const TensorVi
   p.fixed_split = schedule_.fixed_split;
   p.item_warps = schedule_.item_warps;
   p.stream = options.stream;
+  p.enable_pdl = options.enable_pdl;
   if (device_.is_cpu()) {
     cpu::run_attention(p);
     return;

@@ -2,13 +2,14 @@
 // Properties of the CPU attention beyond the oracle comparison: batch and thread
 // invariance with a fixed split size, custom mask == causal, one visible key with
 // an extreme logit, fixed-capacity re-planning, re-plans with custom masks and ALiBi,
-// options.backend ignored on the CPU.
+// options.backend and RunOptions::enable_pdl ignored on the CPU.
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <ctime>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <random>
 
 #include "cpu/thread_pool.hpp"
@@ -211,6 +212,26 @@ TEST(CpuAttention, PrefillBackendIsIgnoredOnTheCpu) {
   EXPECT_EQ(prefill_backend_name(PrefillBackend::kAuto), "auto");
   EXPECT_EQ(prefill_backend_name(PrefillBackend::kPortable), "fa2");
   EXPECT_EQ(prefill_backend_name(PrefillBackend::kHopper), "fa3");
+}
+
+// RunOptions::enable_pdl is the GPU's: the CPU runs a plan alike with it on, off or
+// unset (a program written for the GPU runs unchanged).
+TEST(CpuAttention, EnablePdlIsIgnoredOnTheCpu) {
+  Rng rng(19);
+  const std::vector<std::int32_t> lens{40, 17};
+  const HostPageTable t = random_page_table(lens, 16, 0, rng);
+  const Tensor cache = random_bf16({t.num_pages, 2, 16, 2, 64}, rng);
+  const Tensor q = random_bf16({2, 4, 64}, rng);
+  BatchDecodeWithPagedKVCache w;
+  w.plan({.page_table = t.view(), .num_qo_heads = 4, .num_kv_heads = 2, .head_dim = 64, .page_size = 16});
+  std::vector<std::vector<std::uint16_t>> results;
+  for (std::optional<bool> pdl : {std::optional<bool>{}, std::optional<bool>{true}, std::optional<bool>{false}}) {
+    Tensor out = Tensor::empty({2, 4, 64}, DType::kBF16);
+    w.run(q, PagedKVCache::combined(cache), out, {.enable_pdl = pdl});
+    results.push_back(bits(out));
+  }
+  EXPECT_EQ(results[0], results[1]);
+  EXPECT_EQ(results[0], results[2]);
 }
 
 }  // namespace

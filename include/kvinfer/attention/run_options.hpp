@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 
 #include "kvinfer/core/device.hpp"
 #include "kvinfer/core/tensor.hpp"
@@ -31,6 +32,13 @@ struct RunOptions {
   float k_scale = 1.0f;   // fp8 KV: dequantisation scale of K (folded into sm_scale)
   float v_scale = 1.0f;   // fp8 KV: dequantisation scale of V (multiplies o)
   Stream stream = nullptr;
+  // Programmatic dependent launch (FlashInfer's enable_pdl): run()'s first kernel may
+  // start while the kernel before it on the stream finishes; it reads only its plan
+  // until that kernel's writes are visible. This hides the launch gap between the
+  // kernels of a model's layer (append, attention, projection). Unset: on where the
+  // device has it (compute capability 9.0 with the sm_90a build), as FlashInfer's
+  // default; true on any other GPU is an error. The CPU backend ignores it.
+  std::optional<bool> enable_pdl;
 };
 
 // How the planner splits long KV ranges into chunks that are attended separately

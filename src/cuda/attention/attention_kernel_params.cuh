@@ -8,6 +8,7 @@
 
 #include "core/attention_params.hpp"
 #include "cuda/common/fast_divmod.cuh"
+#include "cuda/common/launch.cuh"
 #include "cuda/common/ptx.cuh"
 
 namespace kvinfer::cuda {
@@ -50,6 +51,10 @@ struct AttentionKernelParams {
   bool causal;
   std::int32_t window_left;   // -1: no window
   const std::uint8_t* custom_mask;  // packed bits (RequestInfo::mask_offset), or null
+  // Launch only: the attention kernel is a programmatic dependent launch
+  // (RunOptions::enable_pdl). Its code is the same either way: it reads its plan,
+  // then waits for the previous kernel before any tensor of the caller's.
+  bool programmatic;
 #if KVINFER_CUDA_TIMELINE
   std::uint64_t* timeline;  // the decode tiles' warp timeline (warp_timeline.cuh), or null
 #endif
@@ -62,6 +67,17 @@ AttentionKernelParams make_kernel_params(const detail::AttentionParams& p);
 template <class TQ, class TKV, int DQK, int DVO>
 inline constexpr bool kHasWgmmaPrefill =
     std::is_same_v<TQ, TKV> && DQK == DVO && (DQK == 64 || DQK == 128 || DQK == 256);
+
+// Every attention kernel calls this once it has read what only its plan wrote (its
+// work item, its request's entry) and before any tensor of the caller's (q, the
+// cache, page ids, the mask, out, lse): as a programmatic dependent launch
+// (RunOptions::enable_pdl) it may have started while the kernel before it still
+// writes them. It also lets the kernel after it (the merge of split-KV, or the
+// caller's next) launch early.
+__device__ __forceinline__ void wait_for_inputs() {
+  wait_for_previous_kernel();
+  allow_next_kernel();
+}
 
 // A work item in two 16-byte loads.
 __device__ __forceinline__ detail::WorkItem load_work_item(const detail::WorkItem* at) {

@@ -108,6 +108,7 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decod
   const detail::WorkItem item = load_work_item(p.items + blockIdx.x);
   if (unused_item(item)) return;  // grid sized for the capacity
   const detail::RequestInfo r = p.requests[item.request];
+  wait_for_inputs();
 
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int lane_in_row = lane % kLanes;
@@ -356,11 +357,12 @@ void launch_decode(const AttentionKernelParams& p, int q_tile_rows, std::int64_t
                 "the CUDA-core decode kernel runs one warp group per item (a selector bug)");
   }
   const dim3 blocks(static_cast<unsigned>(grid));
+  const auto go = [&](auto kernel) { launch_after_previous(kernel, blocks, kDecodeThreads, 0, stream, p.programmatic, p); };
   switch (q_tile_rows) {
-    case 1: decode_kernel<TQ, TKV, TO, D, 1><<<blocks, kDecodeThreads, 0, stream>>>(p); break;
-    case 2: decode_kernel<TQ, TKV, TO, D, 2><<<blocks, kDecodeThreads, 0, stream>>>(p); break;
-    case 4: decode_kernel<TQ, TKV, TO, D, 4><<<blocks, kDecodeThreads, 0, stream>>>(p); break;
-    default: decode_kernel<TQ, TKV, TO, D, 8><<<blocks, kDecodeThreads, 0, stream>>>(p); break;
+    case 1: go(decode_kernel<TQ, TKV, TO, D, 1>); break;
+    case 2: go(decode_kernel<TQ, TKV, TO, D, 2>); break;
+    case 4: go(decode_kernel<TQ, TKV, TO, D, 4>); break;
+    default: go(decode_kernel<TQ, TKV, TO, D, 8>); break;
   }
 }
 

@@ -246,10 +246,11 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
   if (unused_item(item)) return;  // grid sized for the capacity
   WarpTimeline timeline(p);
   const KeyLocator locate = item_locator(p, item);
+  const detail::RequestInfo r = p.requests[item.request];
+  wait_for_inputs();
   PagesAhead<kKeys> ahead;  // the pages of the next tile to load, one load ahead
   const ItemKeys guess = item_keys_ahead<kItemWarps>(item, kKeys);
   if (guess.key_end > guess.key_begin) ahead.start(locate, guess.key_begin, guess.tile_step(kKeys), guess.key_end);
-  const detail::RequestInfo r = p.requests[item.request];
   const int lane = kItemWarps ? int(threadIdx.x) % 32 : int(threadIdx.x), g = lane / 4, t4 = lane % 4;
   unsigned char* smem = kItemWarps ? smem_cta + int(threadIdx.x) / 32 * S::kTileBytes : smem_cta;
   const int rows = item.row_end - item.row_begin;

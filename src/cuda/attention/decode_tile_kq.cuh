@@ -61,12 +61,13 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32)
   if (unused_item(item)) return;  // grid sized for the capacity
   WarpTimeline timeline(p);
   const KeyLocator locate = item_locator(p, item);
+  const detail::RequestInfo r = p.requests[item.request];
+  wait_for_inputs();
   // The first pages are looked up from the item alone, before the request's entry
   // arrives (as in the 16-row tile), and again in the rare case that it clips them.
   PagesAhead<kKeys> ahead;
   const ItemKeys guess = item_keys_ahead<kItemWarps>(item, kKeys);
   if (guess.key_end > guess.key_begin) ahead.start(locate, guess.key_begin, guess.tile_step(kKeys), guess.key_end);
-  const detail::RequestInfo r = p.requests[item.request];
   const int lane = int(threadIdx.x) % 32, g = lane / 4, t4 = lane % 4;
   unsigned char* smem = kItemWarps ? smem_cta + int(threadIdx.x) / 32 * L::kTileBytes : smem_cta;
   const int rows = item.row_end - item.row_begin;
@@ -317,10 +318,12 @@ struct DecodeKqKernel {
   }
   static void launch(const AttentionKernelParams& p, std::int64_t grid, cudaStream_t stream) {
     prepare();
+    const dim3 blocks(static_cast<unsigned>(grid));
     if (p.item_warps > 1) {
-      item_warps_kernel<<<dim3(static_cast<unsigned>(grid)), 32 * p.item_warps, p.item_warps * L::kTileBytes, stream>>>(p);
+      launch_after_previous(item_warps_kernel, blocks, 32 * p.item_warps, p.item_warps * L::kTileBytes, stream,
+                            p.programmatic, p);
     } else {
-      kernel<<<dim3(static_cast<unsigned>(grid)), 32, one_warp_bytes(), stream>>>(p);
+      launch_after_previous(kernel, blocks, 32, one_warp_bytes(), stream, p.programmatic, p);
     }
   }
   // Warp slots per multiprocessor (item_warps.cuh).

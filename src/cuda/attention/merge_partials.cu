@@ -97,6 +97,7 @@ __device__ __forceinline__ bool begin_merge_row(const AttentionKernelParams& p, 
   m.h = slot % p.num_qo_heads;
   m.t = mt.row - m.r.qo_begin;
   wait_for_previous_kernel();
+  allow_next_kernel();
   return true;
 }
 

@@ -637,6 +637,8 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
     item = p.items[num_items - 1 - int(blockIdx.x)];
   }
   const KeyLocator locate = item_locator(p, item);
+  const detail::RequestInfo r = p.requests[item.request];
+  wait_for_inputs();
   // A one-warp CTA (the decode tile) looks up the pages of tile t + 2 as it computes
   // tile t (PagesAhead); larger CTAs look them up as they copy. The first two tiles'
   // lookups leave before the request's entry arrives, for the keys the item alone
@@ -647,7 +649,6 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
     guess = item_keys_ahead<kItemWarps>(item, kKeys);
     if (guess.key_end > guess.key_begin) ahead.start(locate, guess.key_begin, guess.tile_step(kKeys), guess.key_end);
   }
-  const detail::RequestInfo r = p.requests[item.request];
   // Warps of a larger tile split its rows; the one-warp tile's CTA holds item_warps
   // warps (item_warps.cuh), each a tile of its own over its share of the keys.
   const int lane = int(threadIdx.x) % 32, warp = kItemWarps ? 0 : int(threadIdx.x) / 32;

@@ -105,6 +105,7 @@ __global__ void __launch_bounds__(HopperPrefillShape<D>::kThreads, HopperPrefill
   if (int(blockIdx.x) >= num_items) return;
   const detail::WorkItem item = p.items[num_items - 1 - int(blockIdx.x)];  // heaviest first, as prefill_kernel
   const detail::RequestInfo r = p.requests[item.request];
+  wait_for_inputs();
   const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
   const int warpgroup = int(threadIdx.x) / 128;
   const int rows = item.row_end - item.row_begin;

@@ -68,15 +68,16 @@ void launch(const K&, const AttentionKernelParams& p, std::int64_t grid, cudaStr
   if (p.item_warps > 1) {
     if constexpr (requires { K::kItemWarps; }) {
       if constexpr (K::kItemWarps) {
-        K::kernel<<<dim3(static_cast<unsigned>(grid)), K::kThreads * p.item_warps, p.item_warps * K::kTileSmem,
-                    stream>>>(p);
+        launch_after_previous(K::kernel, dim3(static_cast<unsigned>(grid)), K::kThreads * p.item_warps,
+                              p.item_warps * K::kTileSmem, stream, p.programmatic, p);
         return;
       }
     }
     throw Error("attention", "item_warps", std::to_string(p.item_warps),
                 "only the one-warp decode tile runs item warps (a selector bug)");
   }
-  K::kernel<<<dim3(static_cast<unsigned>(grid)), K::kThreads, K::kSmem, stream>>>(p);
+  launch_after_previous(K::kernel, dim3(static_cast<unsigned>(grid)), K::kThreads, K::kSmem, stream, p.programmatic,
+                        p);
 }
 template <class K>
 int occupancy(const K&) {

@@ -327,7 +327,16 @@ void run_attention(const detail::AttentionParams& p) {
                   "the CUDA kernels need rows aligned to 8 elements (pointer and every stride but the last)");
     }
   }
-  const AttentionKernelParams k = make_kernel_params(p);
+  AttentionKernelParams k = make_kernel_params(p);
+  // Programmatic launch needs the sm_90a code, whose kernels wait for the previous
+  // kernel (wait_for_inputs); other code would not wait.
+  const bool pdl_here = hopper_device(device);
+  if (p.enable_pdl.value_or(false) && !pdl_here) {
+    throw Error("attention", "enable_pdl", "true",
+                "programmatic dependent launch needs a device of compute capability 9.0 and the sm_90a build "
+                "(KVINFER_CUDA_ARCHS with 90a); leave it unset to use it where the device has it");
+  }
+  k.programmatic = p.enable_pdl.value_or(pdl_here);
   const cudaStream_t stream = to_cuda_stream(p.stream);
   if (p.max_items > 0) {
     kernel.launch()(k, q_tile_rows, p.max_items, stream);

@@ -61,4 +61,16 @@ __device__ __forceinline__ void wait_for_previous_kernel() {
 #endif
 }
 
+// Lets the kernel after this one on the stream, where it is a programmatic dependent
+// launch, start now rather than when every CTA of this grid has exited: its CTAs take
+// the slots this grid leaves and wait for this grid's results at
+// wait_for_previous_kernel. Once every CTA of this grid has called it (or exited), so
+// a grid of several waves releases its successor as its last wave starts. A no-op
+// where the next kernel is launched plainly.
+__device__ __forceinline__ void allow_next_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
 }  // namespace kvinfer::cuda

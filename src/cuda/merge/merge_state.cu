@@ -60,6 +60,7 @@ __device__ __forceinline__ bool group_lane(const RowMap& m, std::uint32_t* row, 
 template <class T, int kN>
 __global__ void __launch_bounds__(kThreads) merge_state_kernel(const __grid_constant__ MergeStateArgs a) {
   wait_for_previous_kernel();  // launched programmatically on Hopper: the states come from the kernel before
+  allow_next_kernel();
   std::uint32_t row;
   int lane;
   const bool valid = group_lane(a.map, &row, &lane);
@@ -120,6 +121,7 @@ struct MergeStatesArgs {
 
 template <class T, int kN>
 __global__ void __launch_bounds__(kThreads) merge_states_kernel(const __grid_constant__ MergeStatesArgs a) {
+  allow_next_kernel();
   std::uint32_t row;
   int lane;
   if (!group_lane(a.map, &row, &lane)) return;

@@ -222,6 +222,7 @@ __device__ __forceinline__ void scatter_tile(const ScatterParams& p, const Scatt
 // in a block, so its fields are constant-bank operands rather than indexed loads.
 template <int kVec, int kThreads, int kUnroll>
 __global__ void __launch_bounds__(kThreads) paged_scatter_kernel(const __grid_constant__ ScatterParams p) {
+  allow_next_kernel();  // the attention after an append may launch now, and wait for it
   prefetch_index_arrays(p, kThreads);
   if (blockIdx.x < p.part[0].blocks) {
     scatter_tile<kVec, kThreads, kUnroll>(p, p.part[0], blockIdx.x);
@@ -237,6 +238,7 @@ __global__ void __launch_bounds__(kThreads) paged_scatter_kernel(const __grid_co
 template <int kThreads, int kUnroll>
 __global__ void __launch_bounds__(kThreads)
     paged_scatter_async_kernel(const __grid_constant__ ScatterParams p) {
+  allow_next_kernel();
   __shared__ uint4 stage[kUnroll][kThreads];  // (unroll, thread)
   prefetch_page_table(p, kThreads);
   const std::uint32_t base = blockIdx.x * (kThreads * kUnroll) + threadIdx.x;
