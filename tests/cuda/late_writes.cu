@@ -22,13 +22,13 @@ __device__ std::uint64_t global_ns() {
   return t;
 }
 
-__device__ void copy_units(const LateCopy& c) {
+__device__ void copy_bytes(const LateCopy& c) {
   const auto* src = static_cast<const uint4*>(c.src);
   auto* dst = static_cast<uint4*>(c.dst);
-  const std::size_t units = c.bytes / 16;
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < units;
-       i += std::size_t(gridDim.x) * blockDim.x) {
-    dst[i] = src[i];
+  const std::size_t units = c.bytes / 16, first = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
+  for (std::size_t i = first; i < units; i += std::size_t(gridDim.x) * blockDim.x) dst[i] = src[i];
+  if (first < c.bytes % 16) {  // the tail past the last whole 16 bytes (an odd count of int32 page ids)
+    static_cast<unsigned char*>(c.dst)[units * 16 + first] = static_cast<const unsigned char*>(c.src)[units * 16 + first];
   }
 }
 
@@ -41,11 +41,11 @@ __global__ void late_copies_kernel(const __grid_constant__ Copies a) {
     while (global_ns() - t0 < a.delay_ns) __nanosleep(1000);
   }
   __syncthreads();
-  for (int i = 0; i < a.count; ++i) copy_units(a.copy[i]);
+  for (int i = 0; i < a.count; ++i) copy_bytes(a.copy[i]);
 }
 
 __global__ void eager_copy_kernel(const __grid_constant__ LateCopy c) {
-  copy_units(c);  // no griddepcontrol.wait: the point of this kernel
+  copy_bytes(c);  // no griddepcontrol.wait: the point of this kernel
 }
 
 void check(cudaError_t e, const char* what) {
@@ -66,6 +66,15 @@ void launch_late_copies(std::span<const LateCopy> copies, int delay_us, cudaStre
   check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute");
   late_copies_kernel<<<unsigned(sms), 128, 0, stream>>>(a);
   check(cudaGetLastError(), "late_copies_kernel");
+}
+
+void load_late_write_kernels() {
+  cudaStream_t stream;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  launch_late_copies({}, 0, stream);
+  launch_eager_copy({}, stream);
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  check(cudaStreamDestroy(stream), "cudaStreamDestroy");
 }
 
 void launch_eager_copy(const LateCopy& copy, cudaStream_t stream) {

@@ -14,8 +14,13 @@ namespace kvinfer::testing {
 struct LateCopy {
   void* dst = nullptr;
   const void* src = nullptr;
-  std::size_t bytes = 0;  // a multiple of 16, both pointers 16-byte aligned
+  std::size_t bytes = 0;  // both pointers 16-byte aligned
 };
+
+// Launches both kernels below once with nothing to do. With lazy module loading (the
+// default), a kernel's first launch loads it, and a load waits for the kernels
+// running: a first launch would never overlap the kernel before it.
+void load_late_write_kernels();
 
 // One kernel on `stream` that first lets a programmatic dependent launch
 // (griddepcontrol.launch_dependents), then waits delay_us microseconds, then does

@@ -64,6 +64,7 @@ std::vector<std::uint8_t> bytes_of(const TensorView& t) {
 void check_overlapped_run(std::vector<Input>& inputs, const TensorView& out,
                           const std::function<void(const RunOptions&)>& run) {
   ASSERT_LE(inputs.size(), 3u);
+  load_late_write_kernels();  // and the plain run below loads run()'s kernels
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   for (Input& in : inputs) copy(in.dev, in.truth);
@@ -229,6 +230,7 @@ TEST(CudaPdl, TheKernelAfterTheLateOneOverlapsIt) {
   Tensor q = Tensor::empty(truth.view().shape(), DType::kBF16, gpu);
   Tensor seen = Tensor::zeros(truth.view().shape(), DType::kBF16, gpu);
   fill_bytes(q, 0xFF);
+  load_late_write_kernels();
   CUDA_OK(cudaDeviceSynchronize());
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
