@@ -8,7 +8,6 @@
 // overlap hides between kernels, which standalone timings do not see. Also the
 // decodes alone, back to back.
 #include <cstdio>
-#include <cstring>
 #include <exception>
 #include <numeric>
 #include <random>
@@ -16,6 +15,7 @@
 #include <vector>
 
 #include "bench/common/gpu_json.hpp"
+#include "bench/common/host_tensor.hpp"
 #include "bench/common/report.hpp"
 #include "kvinfer/kvinfer.hpp"
 #include "kvinfer/ops/page.hpp"
@@ -27,12 +27,6 @@ namespace {
 
 constexpr std::int64_t kHq = 32, kHk = 8, kD = 128, kPage = 16;
 constexpr int kLayers = 8;
-
-Tensor host_i32(const std::vector<std::int32_t>& v) {
-  Tensor t = Tensor::empty({std::int64_t(v.size())}, DType::kI32);
-  if (!v.empty()) std::memcpy(t.data(), v.data(), v.size() * sizeof(std::int32_t));
-  return t;
-}
 
 // One batch of `batch` requests of `len` tokens each (the newest one included),
 // its page table, and per layer a cache, the new token's K and V, q and out.
