@@ -94,4 +94,19 @@ void stream_wait_event(Stream stream, Event event) {
   KVINFER_CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream), static_cast<cudaEvent_t>(event), 0));
 }
 
+Event create_timing_event(int device) {
+  KVINFER_CUDA_CHECK(cudaSetDevice(device));
+  cudaEvent_t e = nullptr;
+  KVINFER_CUDA_CHECK(cudaEventCreate(&e));
+  return e;
+}
+
+void event_synchronize(Event event) { KVINFER_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event))); }
+
+float elapsed_ms(Event start, Event stop) {
+  float ms = 0.0f;
+  KVINFER_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start), static_cast<cudaEvent_t>(stop)));
+  return ms;
+}
+
 }  // namespace kvinfer::cuda

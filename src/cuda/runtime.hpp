@@ -37,5 +37,9 @@ Event create_event(int device);
 void destroy_event(Event event);
 void record_event(Event event, Stream stream);
 void stream_wait_event(Stream stream, Event event);
+// Events that keep a timestamp, for the device time between two records on a stream.
+Event create_timing_event(int device);
+void event_synchronize(Event event);
+float elapsed_ms(Event start, Event stop);  // both recorded and complete
 
 }  // namespace kvinfer::cuda

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/span_timer.hpp"
 #include "cuda/runtime.hpp"
 #include "gpu_test_util.hpp"
 #include "late_writes.hpp"
@@ -250,6 +251,27 @@ TEST(CudaPdl, TheKernelAfterTheLateOneOverlapsIt) {
               overlapped ? "yes" : "no", poison, got.size());
   const char* require = std::getenv("KVINFER_TEST_REQUIRE_PDL_OVERLAP");
   if (require != nullptr && std::string(require) == "1") EXPECT_TRUE(overlapped);
+}
+
+// SpanTimer (kvinfer serve's step times) on a GPU: device time of a span with no host
+// round trip inside it, here the late kernel's 2 ms wait between two short spans.
+TEST(CudaSpanTimer, MeasuresDeviceTimeBetweenRecords) {
+  KVINFER_SKIP_WITHOUT_GPU();
+  load_late_write_kernels();
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  detail::SpanTimer t(Device::cuda(0), 2, stream);
+  t.begin(0);
+  launch_late_copies({}, 0, stream);
+  t.end();
+  t.begin(1);
+  launch_late_copies({}, 2000, stream);
+  t.end();
+  const std::vector<double> s = t.collect();
+  CUDA_OK(cudaStreamDestroy(stream));
+  EXPECT_GE(s[1], 0.002);  // the wait alone
+  EXPECT_LT(s[0], s[1]);
+  EXPECT_LT(s[1], 1.0);  // generous: compute-sanitizer slows the launches down
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <map>
 #include <random>
 
+#include "core/span_timer.hpp"
 #include "oracle_check.hpp"
 
 namespace kvinfer::cli {
@@ -148,7 +149,19 @@ struct Engine::Impl {
         decode(o.device),
         cascade(2, o.device),
         mla_prefill(o.device),
-        mla_decode(o.device) {}
+        mla_decode(o.device),
+        spans(o.device, kSpanKinds) {}
+
+  // The step's time per kind of work: device time on a GPU (span_timer.hpp), so that
+  // the layers' kernels run back to back and no host round trip counts.
+  enum SpanKind { kAppendSpan, kPrefillSpan, kDecodeSpan, kSpanKinds };
+  detail::SpanTimer spans;
+  void collect_spans(StepStats& st) {
+    const std::vector<double> s = spans.collect();
+    st.append_s = s[kAppendSpan];
+    st.prefill_s = s[kPrefillSpan];
+    st.decode_s = s[kDecodeSpan];
+  }
 
   void sync() const {
     if (opt.device.is_cpu()) return;
@@ -360,32 +373,30 @@ StepStats Engine::Impl::run_gqa(const StepBatch& batch, OracleCheck* check) {
     const PagedKVCache kv = PagedKVCache::combined(cache.view().select(0, layer), KVLayout::kNHD);
     if (new_tokens > 0) {
       const TensorView k_new = kv_pool->take({new_tokens, hk, d}), v_new = kv_pool->take({new_tokens, hk, d});
-      t0 = Clock::now();
+      spans.begin(kAppendSpan);
       append_paged_kv_cache(k_new, v_new, bi, pos, kv, append);
-      sync();
-      st.append_s += seconds_since(t0);
+      spans.end();
     }
     const TensorView q = q_pool->take({rows, hq, d});
     if (prefill_rows > 0) {
-      t0 = Clock::now();
+      spans.begin(kPrefillSpan);
       prefill.run(q.slice(0, 0, r1), kv, out_rows.slice(0, 0, r1), {.lse = lse_rows.slice(0, 0, r1)});
-      sync();
-      st.prefill_s += seconds_since(t0);
+      spans.end();
     }
     if (decode_rows + cascade_rows > 0) {
-      t0 = Clock::now();
+      spans.begin(kDecodeSpan);
       if (decode_rows > 0)
         decode.run(q.slice(0, r1, r2), kv, out_rows.slice(0, r1, r2), {.lse = lse_rows.slice(0, r1, r2)});
       if (cascade_rows > 0) {
         cascade.run(q.slice(0, r2, rows), kv, out_rows.slice(0, r2, rows),
                     {.lse = lse_rows.slice(0, r2, rows)});
       }
-      sync();
-      st.decode_s += seconds_since(t0);
+      spans.end();
     }
     if (check && check->wants(step_index, layer))
       check->check_gqa(batch.step, layer, q, out_rows, lse_rows, kv, segments);
   }
+  collect_spans(st);
   const double layers = model.num_layers;
   st.prefill_flops *= layers;
   st.prefill_bytes *= layers;
@@ -492,30 +503,28 @@ StepStats Engine::Impl::run_mla(const StepBatch& batch, OracleCheck* check) {
     const MLACache kv = MLACache::combined(cache.view().select(0, layer), dc);
     if (new_tokens > 0) {
       const TensorView ckv_new = kv_pool->take({new_tokens, dc}), kpe_new = kv_pool->take({new_tokens, dp});
-      t0 = Clock::now();
+      spans.begin(kAppendSpan);
       append_paged_mla_kv_cache(ckv_new, kpe_new, bi, pos, kv, append);
-      sync();
-      st.append_s += seconds_since(t0);
+      spans.end();
     }
     const TensorView q_nope = q_pool->take({rows, h, dc}), q_pe = q_pool->take({rows, h, dp});
     if (prefill_rows > 0) {
-      t0 = Clock::now();
+      spans.begin(kPrefillSpan);
       mla_prefill.run(q_nope.slice(0, 0, r1), q_pe.slice(0, 0, r1), kv, out_rows.slice(0, 0, r1),
                       {.lse = lse_rows.slice(0, 0, r1)});
-      sync();
-      st.prefill_s += seconds_since(t0);
+      spans.end();
     }
     if (decode_rows > 0) {
-      t0 = Clock::now();
+      spans.begin(kDecodeSpan);
       mla_decode.run(q_nope.slice(0, r1, rows), q_pe.slice(0, r1, rows), kv, out_rows.slice(0, r1, rows),
                      {.lse = lse_rows.slice(0, r1, rows)});
-      sync();
-      st.decode_s += seconds_since(t0);
+      spans.end();
     }
     if (check && check->wants(step_index, layer)) {
       check->check_mla(batch.step, layer, q_nope, q_pe, out_rows, lse_rows, kv, segments);
     }
   }
+  collect_spans(st);
   const double layers = model.num_layers;
   st.prefill_flops *= layers;
   st.prefill_bytes *= layers;
