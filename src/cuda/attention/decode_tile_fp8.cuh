@@ -240,7 +240,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
   constexpr int kKeys = S::kKeys, kStages = S::kStages, C = S::kVoFrags;
   extern __shared__ __align__(128) unsigned char smem_cta[];
   // As prefill_kernel's one-warp tile: the items in the plan's order, no count read
-  // first, and the first tile's page lookups before the request's entry arrives
+  // first, and the first tile's page lookups while the request's entry is in flight
   // (redone where it clips the item's keys).
   const detail::WorkItem item = load_work_item(p.items + blockIdx.x);
   if (unused_item(item)) return;  // grid sized for the capacity

@@ -63,7 +63,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32)
   const KeyLocator locate = item_locator(p, item);
   const detail::RequestInfo r = p.requests[item.request];
   wait_for_inputs();
-  // The first pages are looked up from the item alone, before the request's entry
+  // The first pages are looked up from the item alone, while the request's entry
   // arrives (as in the 16-row tile), and again in the rare case that it clips them.
   PagesAhead<kKeys> ahead;
   const ItemKeys guess = item_keys_ahead<kItemWarps>(item, kKeys);

@@ -641,7 +641,7 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
   wait_for_inputs();
   // A one-warp CTA (the decode tile) looks up the pages of tile t + 2 as it computes
   // tile t (PagesAhead); larger CTAs look them up as they copy. The first two tiles'
-  // lookups leave before the request's entry arrives, for the keys the item alone
+  // lookups leave while the request's entry is in flight, for the keys the item alone
   // gives (item_keys_ahead), and are redone in the rare case that it clips them.
   PagesAhead<kKeys> ahead;
   ItemKeys guess{};
