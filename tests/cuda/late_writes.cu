@@ -28,7 +28,8 @@ __device__ void copy_bytes(const LateCopy& c) {
   const std::size_t units = c.bytes / 16, first = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x;
   for (std::size_t i = first; i < units; i += std::size_t(gridDim.x) * blockDim.x) dst[i] = src[i];
   if (first < c.bytes % 16) {  // the tail past the last whole 16 bytes (an odd count of int32 page ids)
-    static_cast<unsigned char*>(c.dst)[units * 16 + first] = static_cast<const unsigned char*>(c.src)[units * 16 + first];
+    const std::size_t at = units * 16 + first;
+    static_cast<unsigned char*>(c.dst)[at] = static_cast<const unsigned char*>(c.src)[at];
   }
 }
 

@@ -357,7 +357,9 @@ void launch_decode(const AttentionKernelParams& p, int q_tile_rows, std::int64_t
                 "the CUDA-core decode kernel runs one warp group per item (a selector bug)");
   }
   const dim3 blocks(static_cast<unsigned>(grid));
-  const auto go = [&](auto kernel) { launch_after_previous(kernel, blocks, kDecodeThreads, 0, stream, p.programmatic, p); };
+  const auto go = [&](auto kernel) {
+    launch_after_previous(kernel, blocks, kDecodeThreads, 0, stream, p.programmatic, p);
+  };
   switch (q_tile_rows) {
     case 1: go(decode_kernel<TQ, TKV, TO, D, 1>); break;
     case 2: go(decode_kernel<TQ, TKV, TO, D, 2>); break;
