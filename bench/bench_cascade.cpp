@@ -74,8 +74,8 @@ int main(int argc, char** argv) try {
     BatchDecodeWithPagedKVCache plain(gpu);
     plain.plan({.page_table = {p_indptr, p_indices, p_last}, .num_qo_heads = kHq, .num_kv_heads = kHk,
                 .head_dim = kD, .page_size = kPage});
-    const Timing t_plain = timer.time([&] { plain.run(q, kv, out, standalone); }, 3,
-                                      std::max(args.runs, 20), true);
+    const Timing t_plain =
+        timer.time([&] { plain.run(q, kv, out, standalone); }, 3, std::max(args.runs, 20), true);
 
     const Tensor l0_qo = host_i32({0, std::int32_t(batch)}), l0_indptr = host_i32({0, prefix_pages}),
                  l0_last = host_i32({std::int32_t(kPage)}), l0_indices = host_i32(prefix).to(gpu);
@@ -90,8 +90,8 @@ int main(int argc, char** argv) try {
       cascade.plan({.levels = {{l0_qo, {l0_indptr, l0_indices, l0_last}}, {l1_qo, {l1_ip, l1_ix, l1_ls}}},
                     .num_qo_heads = kHq, .num_kv_heads = kHk, .head_dim = kD, .page_size = kPage,
                     .split = {.fixed_split_size = split}});
-      const Timing t_cascade = timer.time([&] { cascade.run(q, kv, out, standalone); }, 3,
-                                          std::max(args.runs, 20), true);
+      const Timing t_cascade =
+          timer.time([&] { cascade.run(q, kv, out, standalone); }, 3, std::max(args.runs, 20), true);
       report.add_row({{"name", name},
                       {"batch", batch},
                       {"plain_us", t_plain.median_us},

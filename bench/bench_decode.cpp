@@ -211,11 +211,10 @@ int main(int argc, char** argv) try {
     w.plan({.page_table = {st.indptr, st.indices, st.last}, .num_qo_heads = s.num_qo_heads,
             .num_kv_heads = s.num_kv_heads, .head_dim = s.head_dim, .page_size = s.page_size,
             .kv_dtype = s.kv_dtype, .split = s.split});
-    const Timing t = timer.time([&] { w.run(st.q, st.kv, st.out, standalone); }, 5,
-                                std::max(args.runs, 20), true);
+    const Timing t =
+        timer.time([&] { w.run(st.q, st.kv, st.out, standalone); }, 5, std::max(args.runs, 20), true);
     // Builds with KVINFER_CUDA_TIMELINE: when the warps stream and finish (on stderr).
-    print_warp_timeline(stderr, s.name, double(st.kv_bytes),
-                        [&] { w.run(st.q, st.kv, st.out, standalone); });
+    print_warp_timeline(stderr, s.name, double(st.kv_bytes), [&] { w.run(st.q, st.kv, st.out, standalone); });
     const double io = double(st.q.nbytes() + st.out.nbytes());
     const double gbps = (st.kv_bytes + io) / (t.median_us * 1e3);
     const std::size_t kv_bytes = std::size_t(st.kv_bytes);

@@ -62,17 +62,23 @@ Step make_step(std::int64_t batch, std::int64_t len, std::uint64_t seed) {
   s.positions = host_i32(pos).to(gpu);
   for (int l = 0; l < kLayers; ++l) {
     s.caches.push_back(Tensor::empty({pages, 2, kPage, kHk, kD}, DType::kBF16, gpu));
-    fill_random_uniform(s.caches.back().data(), std::size_t(s.caches.back().numel()), RandomKind::kBF16, seed + l);
+    fill_random_uniform(s.caches.back().data(), std::size_t(s.caches.back().numel()), RandomKind::kBF16,
+                        seed + l);
     for (auto* v : {&s.keys, &s.values}) {
       v->push_back(Tensor::empty({batch, kHk, kD}, DType::kBF16, gpu));
-      fill_random_uniform(v->back().data(), std::size_t(v->back().numel()), RandomKind::kBF16, seed + 100 + l);
+      fill_random_uniform(v->back().data(), std::size_t(v->back().numel()), RandomKind::kBF16,
+                          seed + 100 + l);
     }
     s.qs.push_back(Tensor::empty({batch, kHq, kD}, DType::kBF16, gpu));
-    fill_random_uniform(s.qs.back().data(), std::size_t(s.qs.back().numel()), RandomKind::kBF16, seed + 200 + l);
+    fill_random_uniform(s.qs.back().data(), std::size_t(s.qs.back().numel()), RandomKind::kBF16,
+                        seed + 200 + l);
     s.outs.push_back(Tensor::empty({batch, kHq, kD}, DType::kBF16, gpu));
     s.decodes.emplace_back(gpu);
-    s.decodes.back().plan({.page_table = {s.indptr_host, s.indices, s.last_host}, .num_qo_heads = kHq,
-                           .num_kv_heads = kHk, .head_dim = kD, .page_size = kPage});
+    s.decodes.back().plan({.page_table = {s.indptr_host, s.indices, s.last_host},
+                           .num_qo_heads = kHq,
+                           .num_kv_heads = kHk,
+                           .head_dim = kD,
+                           .page_size = kPage});
   }
   s.kv_bytes = 2.0 * double(batch * len * kHk * kD) * 2.0;
   return s;
@@ -84,8 +90,8 @@ void run_layers(Step& s, bool append, bool pdl, Stream stream) {
   for (int l = 0; l < kLayers; ++l) {
     const PagedKVCache kv = PagedKVCache::combined(s.caches[std::size_t(l)]);
     if (append) {
-      append_paged_kv_cache(s.keys[std::size_t(l)], s.values[std::size_t(l)], s.batch_indices, s.positions, kv,
-                            table, stream);
+      append_paged_kv_cache(s.keys[std::size_t(l)], s.values[std::size_t(l)], s.batch_indices, s.positions,
+                            kv, table, stream);
     }
     s.decodes[std::size_t(l)].run(s.qs[std::size_t(l)], kv, s.outs[std::size_t(l)],
                                   {.stream = stream, .enable_pdl = pdl});
@@ -103,8 +109,8 @@ int main(int argc, char** argv) try {
   Report report("layer_steps");
   report.meta()["device"] = to_json(device_info());
   report.meta()["layers"] = kLayers;
-  std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {{1, 1024}, {16, 1024}, {64, 1024}, {16, 8192},
-                                                               {64, 4096}};
+  std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {
+      {1, 1024}, {16, 1024}, {64, 1024}, {16, 8192}, {64, 4096}};
   if (args.quick) shapes.resize(2);
   GpuTimer timer;
   std::uint64_t seed = 1;
@@ -115,7 +121,8 @@ int main(int argc, char** argv) try {
     for (bool append : {true, false}) {
       double off_us = 0;
       for (bool pdl : {false, true}) {
-        const Timing t = timer.time([&] { run_layers(s, append, pdl, timer.stream()); }, 3, std::max(args.runs, 20));
+        const Timing t =
+            timer.time([&] { run_layers(s, append, pdl, timer.stream()); }, 3, std::max(args.runs, 20));
         const double per_layer = t.median_us / kLayers;
         if (!pdl) off_us = per_layer;
         const std::string name = shape + (append ? " append+decode" : " decode") + (pdl ? " pdl" : "");

@@ -103,8 +103,8 @@ int main(int argc, char** argv) try {
         const Tensor qi = host_i32(indptr);
         w.plan({.qo_indptr = qi, .kv_indptr = qi, .num_qo_heads = kHeads, .num_kv_heads = kHeads,
                 .head_dim_qk = d, .options = opts});
-        add("ragged" + suffix, timer.time([&] { w.run(q, k, v, out, standalone); }, 3,
-                                 std::max(args.runs, 20), true));
+        add("ragged" + suffix,
+            timer.time([&] { w.run(q, k, v, out, standalone); }, 3, std::max(args.runs, 20), true));
       }
       {
         // The same K/V as a paged cache (pages in shuffled order).
@@ -123,8 +123,8 @@ int main(int argc, char** argv) try {
         w.plan({.qo_indptr = qi, .page_table = {pi, ix, li}, .num_qo_heads = kHeads, .num_kv_heads = kHeads,
                 .head_dim = d, .page_size = kPage, .options = opts});
         const PagedKVCache kv = PagedKVCache::combined(cache);
-        add("paged16" + suffix, timer.time([&] { w.run(q, kv, out, standalone); }, 3,
-                                  std::max(args.runs, 20), true));
+        add("paged16" + suffix,
+            timer.time([&] { w.run(q, kv, out, standalone); }, 3, std::max(args.runs, 20), true));
       }
     }
   }

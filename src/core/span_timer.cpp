@@ -14,7 +14,8 @@ namespace kvinfer::detail {
 SpanTimer::SpanTimer(Device device, int kinds, Stream stream)
     : device_(device), stream_(stream), seconds_(std::size_t(kinds), 0.0) {
 #ifndef KVINFER_WITH_CUDA
-  if (device.is_cuda()) throw Error("SpanTimer", "device", to_string(device), "the CUDA backend is not built");
+  if (device.is_cuda())
+    throw Error("SpanTimer", "device", to_string(device), "the CUDA backend is not built");
 #endif
 }
 
@@ -36,7 +37,8 @@ void SpanTimer::begin(int kind) {
 #ifdef KVINFER_WITH_CUDA
   if (device_.is_cuda()) {
     if (kinds_.size() == events_.size()) {
-      events_.emplace_back(cuda::create_timing_event(device_.index), cuda::create_timing_event(device_.index));
+      events_.emplace_back(cuda::create_timing_event(device_.index),
+                           cuda::create_timing_event(device_.index));
     }
     cuda::record_event(events_[kinds_.size()].first, stream_);
     kinds_.push_back(kind);
@@ -55,7 +57,8 @@ void SpanTimer::end() {
     return;
   }
 #endif
-  seconds_[std::size_t(open_)] += std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  seconds_[std::size_t(open_)] +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   open_ = -1;
 }
 
@@ -65,7 +68,8 @@ std::vector<double> SpanTimer::collect() {
   if (!kinds_.empty()) {
     cuda::event_synchronize(events_[kinds_.size() - 1].second);  // stream order: every span before it is done
     for (std::size_t i = 0; i < kinds_.size(); ++i) {
-      seconds_[std::size_t(kinds_[i])] += 1e-3 * double(cuda::elapsed_ms(events_[i].first, events_[i].second));
+      seconds_[std::size_t(kinds_[i])] +=
+          1e-3 * double(cuda::elapsed_ms(events_[i].first, events_[i].second));
     }
     kinds_.clear();
   }

@@ -101,11 +101,14 @@ Event create_timing_event(int device) {
   return e;
 }
 
-void event_synchronize(Event event) { KVINFER_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event))); }
+void event_synchronize(Event event) {
+  KVINFER_CUDA_CHECK(cudaEventSynchronize(static_cast<cudaEvent_t>(event)));
+}
 
 float elapsed_ms(Event start, Event stop) {
   float ms = 0.0f;
-  KVINFER_CUDA_CHECK(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start), static_cast<cudaEvent_t>(stop)));
+  KVINFER_CUDA_CHECK(
+      cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(start), static_cast<cudaEvent_t>(stop)));
   return ms;
 }
 

@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <ctime>
 #include <cmath>
 #include <cstring>
+#include <ctime>
 #include <optional>
 #include <random>
 
@@ -225,7 +225,8 @@ TEST(CpuAttention, EnablePdlIsIgnoredOnTheCpu) {
   BatchDecodeWithPagedKVCache w;
   w.plan({.page_table = t.view(), .num_qo_heads = 4, .num_kv_heads = 2, .head_dim = 64, .page_size = 16});
   std::vector<std::vector<std::uint16_t>> results;
-  for (std::optional<bool> pdl : {std::optional<bool>{}, std::optional<bool>{true}, std::optional<bool>{false}}) {
+  for (std::optional<bool> pdl :
+       {std::optional<bool>{}, std::optional<bool>{true}, std::optional<bool>{false}}) {
     Tensor out = Tensor::empty({2, 4, 64}, DType::kBF16);
     w.run(q, PagedKVCache::combined(cache), out, {.enable_pdl = pdl});
     results.push_back(bits(out));

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "late_writes.hpp"
-
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+
+#include "late_writes.hpp"
 
 namespace kvinfer::testing {
 namespace {
@@ -56,7 +56,8 @@ void check(cudaError_t e, const char* what) {
 }  // namespace
 
 void launch_late_copies(std::span<const LateCopy> copies, int delay_us, cudaStream_t stream) {
-  if (copies.size() > std::size_t(kMaxCopies)) throw std::invalid_argument("launch_late_copies: at most 4 copies");
+  if (copies.size() > std::size_t(kMaxCopies))
+    throw std::invalid_argument("launch_late_copies: at most 4 copies");
   Copies a{};
   for (std::size_t i = 0; i < copies.size(); ++i) a.copy[i] = copies[i];
   a.count = int(copies.size());

@@ -30,9 +30,9 @@ namespace {
 constexpr int kDelayUs = 200;
 constexpr std::uint8_t kOutPattern = 0x3C;  // bf16 1.17: what the output holds before run()
 
-#define SKIP_WITHOUT_PDL()                                                                            \
-  do {                                                                                                \
-    KVINFER_SKIP_WITHOUT_GPU();                                                                       \
+#define SKIP_WITHOUT_PDL()                                                                           \
+  do {                                                                                               \
+    KVINFER_SKIP_WITHOUT_GPU();                                                                      \
     if (!::kvinfer::cuda::hopper_device(0)) GTEST_SKIP() << "no programmatic launch on this device"; \
   } while (0)
 
@@ -85,10 +85,12 @@ void check_overlapped_run(std::vector<Input>& inputs, const TensorView& out,
 
   for (Input& in : inputs) copy(in.dev, in.poison);
   fill_bytes(out, kOutPattern);
-  Tensor seen = Tensor::zeros(out.shape(), out.dtype(), Device::cuda(0));  // the output as the late kernel reads it
+  Tensor seen =
+      Tensor::zeros(out.shape(), out.dtype(), Device::cuda(0));  // the output as the late kernel reads it
   CUDA_OK(cudaDeviceSynchronize());
   std::vector<LateCopy> copies;
-  for (const Input& in : inputs) copies.push_back({in.dev.data(), in.truth.data(), std::size_t(in.truth.nbytes())});
+  for (const Input& in : inputs)
+    copies.push_back({in.dev.data(), in.truth.data(), std::size_t(in.truth.nbytes())});
   copies.push_back({seen.data(), out.data(), std::size_t(out.numel()) * out.element_size()});
   launch_late_copies(copies, kDelayUs, stream);
   run({.stream = stream, .enable_pdl = true});
@@ -152,13 +154,24 @@ void run_paged_case(const PagedCase& c) {
   const PageTable table{t.indptr, indices, t.last_page_len};
   if (decode) {
     BatchDecodeWithPagedKVCache w(gpu);
-    w.plan({.page_table = table, .num_qo_heads = c.hq, .num_kv_heads = c.hk, .head_dim = kD, .page_size = kPage,
-            .options = c.options, .kv_dtype = c.kv_dtype});
+    w.plan({.page_table = table,
+            .num_qo_heads = c.hq,
+            .num_kv_heads = c.hk,
+            .head_dim = kD,
+            .page_size = kPage,
+            .options = c.options,
+            .kv_dtype = c.kv_dtype});
     check_overlapped_run(inputs, out, [&](const RunOptions& o) { w.run(q, kv, out, o); });
   } else {
     BatchPrefillWithPagedKVCache w(gpu);
-    w.plan({.qo_indptr = int32_tensor(qo_indptr), .page_table = table, .num_qo_heads = c.hq, .num_kv_heads = c.hk,
-            .head_dim = kD, .page_size = kPage, .options = c.options, .kv_dtype = c.kv_dtype});
+    w.plan({.qo_indptr = int32_tensor(qo_indptr),
+            .page_table = table,
+            .num_qo_heads = c.hq,
+            .num_kv_heads = c.hk,
+            .head_dim = kD,
+            .page_size = kPage,
+            .options = c.options,
+            .kv_dtype = c.kv_dtype});
     check_overlapped_run(inputs, out, [&](const RunOptions& o) { w.run(q, kv, out, o); });
   }
 }
@@ -201,8 +214,8 @@ TEST(CudaPdl, Fp8DecodeWaitsForTheKernelBefore) {
 // Causal paged prefill: 128-row tiles (the Hopper mainloop).
 TEST(CudaPdl, PagedPrefillWaitsForTheKernelBefore) {
   SKIP_WITHOUT_PDL();
-  run_paged_case({.qo_lens = {300, 129, 512}, .kv_lens = {700, 129, 1500},
-                  .options = {.mask_mode = MaskMode::kCausal}});
+  run_paged_case(
+      {.qo_lens = {300, 129, 512}, .kv_lens = {700, 129, 1500}, .options = {.mask_mode = MaskMode::kCausal}});
 }
 
 // Ragged prefill: q, k and v as the inputs.
@@ -221,8 +234,12 @@ TEST(CudaPdl, RaggedPrefillWaitsForTheKernelBefore) {
   Tensor out = Tensor::empty({qo_indptr.back(), kHq, kD}, DType::kBF16, gpu);
   std::vector<Input> inputs{nan_poisoned(q, q_host), nan_poisoned(k, k_host), nan_poisoned(v, v_host)};
   BatchPrefillWithRaggedKVCache w(gpu);
-  w.plan({.qo_indptr = int32_tensor(qo_indptr), .kv_indptr = int32_tensor(kv_indptr), .num_qo_heads = kHq,
-          .num_kv_heads = kHk, .head_dim_qk = kD, .options = {.mask_mode = MaskMode::kCausal}});
+  w.plan({.qo_indptr = int32_tensor(qo_indptr),
+          .kv_indptr = int32_tensor(kv_indptr),
+          .num_qo_heads = kHq,
+          .num_kv_heads = kHk,
+          .head_dim_qk = kD,
+          .options = {.mask_mode = MaskMode::kCausal}});
   check_overlapped_run(inputs, out, [&](const RunOptions& o) { w.run(q, k, v, out, o); });
 }
 

@@ -76,8 +76,8 @@ void launch(const K&, const AttentionKernelParams& p, std::int64_t grid, cudaStr
     throw Error("attention", "item_warps", std::to_string(p.item_warps),
                 "only the one-warp decode tile runs item warps (a selector bug)");
   }
-  launch_after_previous(K::kernel, dim3(static_cast<unsigned>(grid)), K::kThreads, K::kSmem, stream, p.programmatic,
-                        p);
+  launch_after_previous(K::kernel, dim3(static_cast<unsigned>(grid)), K::kThreads, K::kSmem, stream,
+                        p.programmatic, p);
 }
 template <class K>
 int occupancy(const K&) {
