@@ -22,6 +22,9 @@ struct MLAProblem {
   std::int64_t head_dim_kpe = 0;  // 0: no rotary part
   std::int64_t page_size = 1;
   bool causal = false;
+  // Query rows of the longest request the plan's kernel must hold (with a fixed
+  // capacity, the capacity's: every re-plan keeps the kernel).
+  std::int64_t max_qo_len = 0;
   float sm_scale = 1.0f;
   DType q_dtype = DType::kBF16;
   DType kv_dtype = DType::kBF16;
@@ -52,6 +55,9 @@ struct MLAParams {
   float* partial_lse = nullptr;          // [max_partial_rows, H], base 2
   std::int64_t max_items = 0;            // grid sizes: fixed within a capacity
   std::int64_t max_merge_tokens = 0;
+  std::int32_t q_tile_rows = 0;          // packed rows per work item (the kernel's tile)
+  std::int32_t max_chunks = 1;           // the most chunks of one request
+  bool fixed_split = false;              // a fixed split size: results independent of the rest of the batch
   Stream stream = nullptr;
 };
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -101,6 +102,7 @@ MLAPlan::Checked MLAPlan::check_plan(const MLAPlanArgs& a) const {
   pr.head_dim_kpe = a.head_dim_kpe;
   pr.page_size = a.page_size;
   pr.causal = a.causal;
+  pr.max_qo_len = c.qo_lens.empty() ? 0 : *std::max_element(c.qo_lens.begin(), c.qo_lens.end());
   pr.sm_scale = *a.sm_scale;
   pr.q_dtype = a.q_dtype;
   pr.kv_dtype = a.kv_dtype;
@@ -113,6 +115,7 @@ MLAPlan::Checked MLAPlan::check_plan(const MLAPlanArgs& a) const {
               fmt::format("must not exceed the capacity's max_qo_tokens ({})", capacity_->max_qo_tokens));
     require_v(pr.nnz_kv <= capacity_->max_kv, kOp, "kv_indptr[batch_size]", pr.nnz_kv,
               fmt::format("must not exceed the capacity's max_kv ({} pages)", capacity_->max_kv));
+    pr.max_qo_len = capacity_->max_qo_tokens;
   }
   return c;
 }
@@ -130,13 +133,25 @@ Schedule MLAPlan::make_plan_schedule(const Checked& c, const SplitOptions& split
   in.page_size = pr.page_size;
   in.window_left = -1;
   in.q_tile_rows = kQTileRows;
+  DeviceProfile profile = profile_;
+#ifdef KVINFER_WITH_CUDA
+  if (device_.is_cuda()) {
+    // The GPU kernel's items hold 16, 32 or 64 rows: the fewest that hold a request's
+    // rows (decode with 16 heads: 16), so no CTA computes empty row blocks.
+    const std::int64_t max_item_rows = std::min<std::int64_t>(kQTileRows, pr.max_qo_len * pr.num_heads);
+    const cuda::MlaKernelTraits traits = cuda::select_mla_kernel(pr, max_item_rows, device_.index);
+    in.q_tile_rows = traits.q_tile_rows;
+    profile.work_items_per_processor = traits.work_items_per_processor;
+    in.split_waves = 1;  // one wave of items at the full rate, as attention's (attention_plan.cpp)
+  }
+#endif
   in.fixed_split_size = split.fixed_split_size;
   in.disable_split_kv = split.disable_split_kv;
   if (capacity_) {
     in.capacity = ScheduleInput::Capacity{capacity_->max_batch, capacity_->max_qo_tokens,
                                           capacity_->max_kv * pr.page_size, -1};
   }
-  Schedule s = make_schedule(in, profile_);
+  Schedule s = make_schedule(in, profile);
   set_kv_begins(s, c.kv_begin);
   return s;
 }
@@ -222,6 +237,9 @@ void MLAPlan::run(const TensorView& q_nope, const TensorView& q_pe, const MLACac
   p.kpe = cache.kpe;
   p.kv_indices = kv_indices_;
   bind_schedule(p, workspace_.view(schedule_.layout), schedule_);
+  p.q_tile_rows = schedule_.q_tile_rows;
+  p.max_chunks = schedule_.max_chunks;
+  p.fixed_split = schedule_.fixed_split;
   p.stream = options.stream;
   if (device_.is_cpu()) {
     cpu::run_mla(p);

@@ -1,21 +1,160 @@
 // SPDX-License-Identifier: Apache-2.0
-// Kernel selection for MLA on the GPU. No MLA kernel is compiled yet: every
-// configuration is reported as unsupported. (No fmt here: nvcc rejects its
-// compile-time format strings.)
+// Kernel selection and launch of MLA on the GPU: one registry of compiled instances
+// (generated from cmake/KvinferInstances.cmake), read both to plan and to launch.
+// (No fmt here: nvcc rejects its compile-time format strings.)
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <cstdint>
 #include <string>
 
+#include "cuda/attention/attention_kernel_params.cuh"
+#include "cuda/attention/merge_partials.hpp"
+#include "cuda/check.cuh"
+#include "cuda/common/launch.cuh"
 #include "cuda/mla.hpp"
+#include "cuda/mla/mla_kernel_params.cuh"
+#include "cuda/runtime.hpp"
 #include "kvinfer/core/error.hpp"
 
 namespace kvinfer::cuda {
 
+// Defined in mla_kernel.cuh, instantiated per (q, KV) type in the generated files.
+template <class TQ, class TKV>
+void launch_mla(const MlaKernelParams& p, int row_blocks, bool kpe, std::int64_t grid, cudaStream_t stream);
+template <class TQ, class TKV>
+int mla_occupancy(int row_blocks, bool kpe);
+
+namespace {
+
+constexpr const char* kOp = "BatchMLAPagedAttention";
+
+struct Instance {
+  DType q, kv;
+  void (*launch)(const MlaKernelParams&, int, bool, std::int64_t, cudaStream_t);
+  int (*occupancy)(int, bool);
+};
+
+#define KVINFER_MLA_INSTANCE(TQ, QD, TKV, KVD) {DType::QD, DType::KVD, &launch_mla<TQ, TKV>, &mla_occupancy<TQ, TKV>},
+constexpr Instance kInstances[] = {
+#include "mla_instances.inc"
+    {DType::kBool, DType::kBool, nullptr, nullptr},  // end marker: a preset may list none
+};
+#undef KVINFER_MLA_INSTANCE
+
+const Instance& find_instance(const detail::MLAProblem& pr) {
+  for (const Instance& inst : kInstances) {
+    if (inst.launch && inst.q == pr.q_dtype && inst.kv == pr.kv_dtype) return inst;
+  }
+  throw Error(kOp, "kernel",
+              std::string(dtype_name(pr.q_dtype)) + " q, " + std::string(dtype_name(pr.kv_dtype)) + " KV",
+              "no CUDA MLA kernel for this configuration is compiled in the '" KVINFER_INSTANCE_PRESET
+              "' instance preset; configure with -DKVINFER_INSTANCES=default (fp16/bf16 q; KV of the query's type, "
+              "float8_e4m3 or float8_e5m2)");
+}
+
+// Item rows -> row blocks of 16.
+int row_blocks_for(std::int64_t rows) {
+  return rows <= 16 ? 1 : rows <= 32 ? 2 : 4;
+}
+
+// cp.async copies whole 16-byte chunks: every row (pointer and every stride but the
+// last) must be 16-byte aligned.
+void check_aligned(const char* name, const TensorView& t) {
+  const auto bytes = std::int64_t(t.element_size());
+  bool ok = reinterpret_cast<std::uintptr_t>(t.data()) % 16 == 0;
+  for (int d = 0; d + 1 < t.rank(); ++d) ok = ok && (t.stride(d) * bytes) % 16 == 0;
+  if (!ok) {
+    throw Error(kOp, name, t.describe(),
+                "the CUDA MLA kernel needs 16-byte aligned rows (pointer and every stride but the last)");
+  }
+}
+
+}  // namespace
+
+MlaKernelTraits select_mla_kernel(const detail::MLAProblem& pr, std::int64_t max_item_rows, int device) {
+  KVINFER_CUDA_CHECK(cudaSetDevice(device));
+  const Instance& inst = find_instance(pr);
+  const int row_blocks = row_blocks_for(max_item_rows);
+  return {16 * row_blocks, std::max(1, inst.occupancy(row_blocks, pr.head_dim_kpe > 0))};
+}
+
 void run_mla(const detail::MLAParams& p) {
   const detail::MLAProblem& pr = p.problem;
-  throw Error("BatchMLAPagedAttention", "device", "cuda",
-              "no CUDA MLA kernel is compiled yet (head_dim_ckv " + std::to_string(pr.head_dim_ckv) +
-                  ", head_dim_kpe " + std::to_string(pr.head_dim_kpe) + ", " +
-                  std::string(dtype_name(pr.q_dtype)) + " q, " + std::string(dtype_name(pr.kv_dtype)) +
-                  " KV); use the CPU backend");
+  const Instance& inst = find_instance(pr);
+  check_aligned("q_nope", p.q_nope);
+  check_aligned("out", p.o);
+  check_aligned("ckv_cache", p.ckv);
+  if (pr.head_dim_kpe > 0) {
+    check_aligned("q_pe", p.q_pe);
+    check_aligned("kpe_cache", p.kpe);
+  }
+
+  constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
+  MlaKernelParams k{};
+  k.q_nope = p.q_nope.data();
+  k.q_nope_stride_n = p.q_nope.stride(0);
+  k.q_nope_stride_h = p.q_nope.stride(1);
+  k.o = p.o.data();
+  k.o_stride_n = p.o.stride(0);
+  k.o_stride_h = p.o.stride(1);
+  k.o_bf16 = pr.o_dtype == DType::kBF16;
+  if (p.lse.defined()) {
+    k.lse = p.lse.data_as<float>();
+    k.lse_stride_n = p.lse.stride(0);
+    k.lse_stride_h = p.lse.stride(1);
+  }
+  k.ckv = p.ckv.data();
+  k.ckv_stride_page = p.ckv.stride(0);
+  k.ckv_stride_token = p.ckv.stride(1);
+  if (pr.head_dim_kpe > 0) {
+    k.q_pe = p.q_pe.data();
+    k.q_pe_stride_n = p.q_pe.stride(0);
+    k.q_pe_stride_h = p.q_pe.stride(1);
+    k.kpe = p.kpe.data();
+    k.kpe_stride_page = p.kpe.stride(0);
+    k.kpe_stride_token = p.kpe.stride(1);
+  }
+  k.kv_indices = p.kv_indices.data_as<const std::int32_t>();
+  k.page_size = FastDivmod(std::uint32_t(pr.page_size));
+  k.requests = p.requests;
+  k.items = p.items;
+  k.partial_o = p.partial_o;
+  k.partial_lse = p.partial_lse;
+  k.num_heads = FastDivmod(std::uint32_t(pr.num_heads));
+  k.nope_scale = pr.sm_scale * kLog2e * p.ckv_scale;
+  k.pe_scale = pr.sm_scale * kLog2e * p.kpe_scale;
+  k.v_scale = p.ckv_scale;
+  k.lse_scale = p.lse_base_e ? kLn2 : 1.0f;
+  k.causal = pr.causal;
+
+  int device = 0;
+  KVINFER_CUDA_CHECK(cudaGetDevice(&device));
+  const cudaStream_t stream = to_cuda_stream(p.stream);
+  if (p.max_items > 0) {
+    inst.launch(k, row_blocks_for(p.q_tile_rows), pr.head_dim_kpe > 0, p.max_items, stream);
+    KVINFER_CUDA_CHECK_LAUNCH();
+  }
+
+  // The merge of split requests is attention's: the same partial-state layout
+  // ([rows, H, 512] and [rows, H], base 2).
+  AttentionKernelParams m{};
+  m.o = p.o.data();
+  m.o_stride_n = p.o.stride(0);
+  m.o_stride_h = p.o.stride(1);
+  m.lse = k.lse;
+  m.lse_stride_n = k.lse_stride_n;
+  m.lse_stride_h = k.lse_stride_h;
+  m.lse_scale = k.lse_scale;
+  m.requests = p.requests;
+  m.merge_tokens = p.merge_tokens;
+  m.counts = p.counts;
+  m.partial_o = p.partial_o;
+  m.partial_lse = p.partial_lse;
+  m.num_qo_heads = std::int32_t(pr.num_heads);
+  launch_merge_partials(m, pr.o_dtype, int(pr.head_dim_ckv), p.max_merge_tokens, p.max_chunks, p.fixed_split,
+                        hopper_device(device), stream);
 }
 
 }  // namespace kvinfer::cuda
