@@ -20,9 +20,10 @@ namespace kvinfer::detail {
 namespace {
 
 constexpr std::string_view kOp = "BatchMLAPagedAttention";
-// Packed rows (tokens x heads) per work item on both backends: the q tile of
-// FlashInfer's MLA kernel (64 rows per CTA), which also keeps a CPU item's query
-// and accumulator tiles (64 x 576 and 64 x 512 floats) inside L2.
+// Packed rows (tokens x heads) per work item: the q tile of FlashInfer's MLA kernel
+// (64 rows per CTA), which also keeps a CPU item's query and accumulator tiles (64 x
+// 576 and 64 x 512 floats) inside L2. The GPU kernel takes at most this many, fewer
+// where the requests' rows are fewer.
 constexpr std::int32_t kQTileRows = 64;
 
 }  // namespace
