@@ -91,8 +91,8 @@ int main(int argc, char** argv) try {
               .sm_scale = 0.0721f,
               .kv_dtype = s.kv_dtype});
     const MLACache cache_view = MLACache::combined(cache, kDc);
-    const Timing t = timer.time([&] { mla.run(q_nope, q_pe, cache_view, out, {.stream = timer.stream()}); }, 3,
-                                std::max(args.runs, 20), true);
+    const Timing t = timer.time([&] { mla.run(q_nope, q_pe, cache_view, out, {.stream = timer.stream()}); },
+                                3, std::max(args.runs, 20), true);
     const double kv_bytes = double(s.batch * s.kv) * double(kDc + kDp) * double(dtype_size(s.kv_dtype));
     const double qo_bytes = double(s.batch * s.heads) * double(2 * kDc + kDp) * 2.0;
     const double flops = 2.0 * double(s.batch * s.heads * s.kv) * double(kDc + kDp + kDc);

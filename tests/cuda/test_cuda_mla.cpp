@@ -23,12 +23,12 @@ constexpr std::int64_t kDc = kMlaHeadDimCkv, kDp = kMlaHeadDimKpe;
 #define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess)
 
 // Runs f; a configuration the build's instance preset does not compile is a skip.
-#define KVINFER_SKIP_IF_NOT_COMPILED(stmt)                                                      \
-  try {                                                                                         \
-    stmt;                                                                                       \
-  } catch (const Error& e) {                                                                    \
-    if (std::string(e.what()).find("instance preset") == std::string::npos) throw;             \
-    GTEST_SKIP() << "not compiled in this build: " << e.what();                                 \
+#define KVINFER_SKIP_IF_NOT_COMPILED(stmt)                                         \
+  try {                                                                            \
+    stmt;                                                                          \
+  } catch (const Error& e) {                                                       \
+    if (std::string(e.what()).find("instance preset") == std::string::npos) throw; \
+    GTEST_SKIP() << "not compiled in this build: " << e.what();                    \
   }
 
 // Cases only the GPU needs: each tile of item rows (16, 32, 64), decodes long enough
@@ -92,7 +92,8 @@ INSTANTIATE_TEST_SUITE_P(GpuCases, CudaMLACase, ::testing::ValuesIn(gpu_mla_case
                          [](const auto& info) { return info.param.name; });
 
 bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 // The same plan run twice gives the same bits (no atomics, fixed orders).
@@ -136,8 +137,10 @@ TEST(CudaMLA, FixedSplitIsBatchCompositionInvariant) {
   const Tensor cache = normal_bf16_gpu({table.num_pages, page, kDc + kDp}, rng);
   const Tensor q_nope = normal_bf16_gpu({3, H, kDc}, rng), q_pe = normal_bf16_gpu({3, H, kDp}, rng);
   const Tensor qo_indptr = int32_tensor(qo), kv_len = int32_tensor(kv_lens);
-  Tensor out_full = Tensor::empty({3, H, kDc}, DType::kBF16, gpu), out_one = Tensor::empty({1, H, kDc}, DType::kBF16, gpu);
-  Tensor lse_full = Tensor::empty({3, H}, DType::kF32, gpu), lse_one = Tensor::empty({1, H}, DType::kF32, gpu);
+  Tensor out_full = Tensor::empty({3, H, kDc}, DType::kBF16, gpu),
+         out_one = Tensor::empty({1, H, kDc}, DType::kBF16, gpu);
+  Tensor lse_full = Tensor::empty({3, H}, DType::kF32, gpu),
+         lse_one = Tensor::empty({1, H}, DType::kF32, gpu);
   const SplitOptions split{.fixed_split_size = 256};
 
   BatchMLAPagedAttention w(gpu);
@@ -186,7 +189,8 @@ TEST(CudaMLA, CapturedRunReplaysAcrossReplans) {
   Tensor lse_buf = Tensor::zeros({kMaxBatch, H}, DType::kF32, gpu);
   Tensor indices_buf = Tensor::zeros({kPages}, DType::kI32, gpu);
 
-  BatchMLAPagedAttention graphed(gpu, Capacity{.max_batch = kMaxBatch, .max_qo_tokens = kMaxBatch, .max_kv = kPages});
+  BatchMLAPagedAttention graphed(
+      gpu, Capacity{.max_batch = kMaxBatch, .max_qo_tokens = kMaxBatch, .max_kv = kPages});
   cudaStream_t stream;
   CUDA_OK(cudaStreamCreate(&stream));
   cudaGraphExec_t exec = nullptr;
@@ -228,7 +232,8 @@ TEST(CudaMLA, CapturedRunReplaysAcrossReplans) {
     Tensor out_ref = Tensor::empty({batch, H, kDc}, DType::kBF16, gpu);
     Tensor lse_ref = Tensor::empty({batch, H}, DType::kF32, gpu);
     fresh.run(rows(q_nope), rows(q_pe), mla, out_ref, {.lse = lse_ref});
-    const Tensor a = Tensor::empty({batch, H, kDc}, DType::kBF16), b = Tensor::empty({batch, H, kDc}, DType::kBF16);
+    const Tensor a = Tensor::empty({batch, H, kDc}, DType::kBF16),
+                 b = Tensor::empty({batch, H, kDc}, DType::kBF16);
     copy(a, rows(out_buf));
     copy(b, out_ref);
     const Tensor la = Tensor::empty({batch, H}, DType::kF32), lb = Tensor::empty({batch, H}, DType::kF32);
@@ -236,7 +241,8 @@ TEST(CudaMLA, CapturedRunReplaysAcrossReplans) {
     copy(lb, lse_ref);
     int mismatches = 0;
     for (std::int64_t i = 0; i < a.numel(); ++i) {
-      const float x = bf16_to_f32(a.data_as<std::uint16_t>()[i]), y = bf16_to_f32(b.data_as<std::uint16_t>()[i]);
+      const float x = bf16_to_f32(a.data_as<std::uint16_t>()[i]),
+                  y = bf16_to_f32(b.data_as<std::uint16_t>()[i]);
       if (!(std::abs(x - y) <= 1e-2f)) ++mismatches;
     }
     for (std::int64_t i = 0; i < la.numel(); ++i) {
@@ -274,7 +280,8 @@ TEST(CudaMLA, RejectsMisplacedAndUnalignedTensors) {
 
   // Rows of 580 elements (1160 bytes) are not 16-byte aligned.
   const Tensor wide = Tensor::zeros({4, 16, 580}, DType::kBF16, gpu);
-  const MLACache unaligned = MLACache::pair(wide.view().slice(2, 0, kDc), wide.view().slice(2, kDc, kDc + kDp));
+  const MLACache unaligned =
+      MLACache::pair(wide.view().slice(2, 0, kDc), wide.view().slice(2, kDc, kDc + kDp));
   expect_error([&] { w.run(q_nope, q_pe, unaligned, out); }, "ckv_cache", "16-byte aligned");
 
   // The page table must live where run() reads it, and the run's tensors on the GPU.

@@ -275,7 +275,8 @@ __global__ void __launch_bounds__(kRowWarps * 32)
     }
     if (mine) store_merged<TO>(p, row, h, e0, sum, inv);
   }
-  if (lane == 0 && p.lse) p.lse[row * p.lse_stride_n + h * p.lse_stride_h] = d > 0.0f ? (m + __log2f(d)) * p.lse_scale : -INFINITY;
+  if (lane == 0 && p.lse)
+    p.lse[row * p.lse_stride_n + h * p.lse_stride_h] = d > 0.0f ? (m + __log2f(d)) * p.lse_scale : -INFINITY;
 }
 
 // A CTA per (query row, head), as merge_partials_kernel, warp w summing the classes

@@ -40,13 +40,13 @@ template <int kRowBlocks, bool kKpe>
 struct MlaShape {
   static constexpr int kWarps = 8;
   static constexpr int kThreads = kWarps * 32;
-  static constexpr int kDc = 512;                  // ckv columns: the value width
-  static constexpr int kDqk = kKpe ? 576 : 512;    // a key row: ckv, then kpe
-  static constexpr int kRows = 16 * kRowBlocks;    // packed query rows of an item
-  static constexpr int kKeys = 32;                 // keys per tile
-  static constexpr int kKeyFrags = kKeys / 8;      // n8 fragments of S per row block
-  static constexpr int kQkSteps = kDqk / 16;       // k-steps of S
-  static constexpr int kNopeSteps = kDc / 16;      // the first kNopeSteps are q_nope . ckv
+  static constexpr int kDc = 512;                // ckv columns: the value width
+  static constexpr int kDqk = kKpe ? 576 : 512;  // a key row: ckv, then kpe
+  static constexpr int kRows = 16 * kRowBlocks;  // packed query rows of an item
+  static constexpr int kKeys = 32;               // keys per tile
+  static constexpr int kKeyFrags = kKeys / 8;    // n8 fragments of S per row block
+  static constexpr int kQkSteps = kDqk / 16;     // k-steps of S
+  static constexpr int kNopeSteps = kDc / 16;    // the first kNopeSteps are q_nope . ckv
   // S: units of (row block, 8 keys); with fewer units than warps, kKParts warps share
   // a unit, each over a contiguous part of the k-steps.
   static constexpr int kUnits = kRowBlocks * kKeyFrags;
@@ -66,7 +66,8 @@ struct MlaShape {
   static_assert(kRowBlocks == 1 || kRowBlocks == 2 || kRowBlocks == 4);
   static_assert(kUnits % kWarps == 0 || kWarps % kUnits == 0);
   static_assert(kUnitsPerWarp <= 2 && kKeyFrags % kUnitsPerWarp == 0);
-  static_assert(kPartSteps % 2 == 0 && kNopeSteps % 2 == 0, "k-steps go in pairs that do not mix nope and pe");
+  static_assert(kPartSteps % 2 == 0 && kNopeSteps % 2 == 0,
+                "k-steps go in pairs that do not mix nope and pe");
   static_assert(kThreadsPerKey == 8);
 };
 
@@ -98,11 +99,11 @@ __device__ __forceinline__ void mla_copy_q(const MlaKernelParams& p, const detai
     std::uint32_t head = 0;
     const std::int64_t token = valid ? p.num_heads.divmod(std::uint32_t(item.row_begin + row), &head) : 0;
     const std::int64_t n = r.qo_begin + token;
-    const char* src =
-        c < S::kDc / 8
-            ? static_cast<const char*>(p.q_nope) + (n * p.q_nope_stride_n + head * p.q_nope_stride_h) * 2 + c * 16
-            : static_cast<const char*>(p.q_pe) + (n * p.q_pe_stride_n + head * p.q_pe_stride_h) * 2 +
-                  (c - S::kDc / 8) * 16;
+    const char* src = c < S::kDc / 8
+                          ? static_cast<const char*>(p.q_nope) +
+                                (n * p.q_nope_stride_n + head * p.q_nope_stride_h) * 2 + c * 16
+                          : static_cast<const char*>(p.q_pe) +
+                                (n * p.q_pe_stride_n + head * p.q_pe_stride_h) * 2 + (c - S::kDc / 8) * 16;
     ptx::cp_async_or_zero<16>(q_tile + swizzled_chunk<S::kDqk>(row, c) * 16, src, valid);
   }
 }
@@ -121,7 +122,8 @@ __device__ __forceinline__ void mla_copy_kv(const MlaKernelParams& p, const std:
   const std::uint32_t page_slot = p.page_size.divmod(std::uint32_t(valid ? kv : 0), &slot);
   const std::int64_t page = valid ? pages[page_slot] : 0;
   constexpr auto kElem = std::int64_t(sizeof(TKV));
-  const char* ckv = static_cast<const char*>(p.ckv) + (page * p.ckv_stride_page + slot * p.ckv_stride_token) * kElem;
+  const char* ckv =
+      static_cast<const char*>(p.ckv) + (page * p.ckv_stride_page + slot * p.ckv_stride_token) * kElem;
   const char* kpe = nullptr;
   if constexpr (kKpe) {
     kpe = static_cast<const char*>(p.kpe) + (page * p.kpe_stride_page + slot * p.kpe_stride_token) * kElem;
@@ -134,7 +136,8 @@ __device__ __forceinline__ void mla_copy_kv(const MlaKernelParams& p, const std:
     const int c = sub + S::kThreadsPerKey * i;
     if (kChunks % S::kThreadsPerKey != 0 && c >= kChunks) break;
     const char* src = c < kCkvChunks ? ckv + c * 16 : kpe + (c - kCkvChunks) * 16;
-    unsigned char* to = kElem == 2 ? dst + swizzled_chunk<S::kDqk>(key, c) * 16 : dst + key * S::kDqk + c * 16;
+    unsigned char* to =
+        kElem == 2 ? dst + swizzled_chunk<S::kDqk>(key, c) * 16 : dst + key * S::kDqk + c * 16;
     ptx::cp_async_or_zero<16>(to, src, valid);
   }
 }
@@ -191,7 +194,9 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, kMlaMinB
   unsigned char* const q_tile = smem + L::q;
   float* const s_buf = reinterpret_cast<float*>(smem + L::s);
   const auto compute_tile = [&](int i) { return smem + L::kv + (L::kStaged ? 0 : i) * L::kTileBytes; };
-  const auto copy_tile = [&](int i) { return L::kStaged ? smem + L::raw + i * L::kRawBytes : compute_tile(i); };
+  const auto copy_tile = [&](int i) {
+    return L::kStaged ? smem + L::raw + i * L::kRawBytes : compute_tile(i);
+  };
 
   mla_copy_q<S>(p, item, r, rows, q_tile);
   if (num_tiles > 0) mla_copy_kv<TKV, S, kKpe>(p, pages, key_begin, key_end, copy_tile(0));
@@ -228,7 +233,8 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, kMlaMinB
     // Tile `tile` (and the q tile) is visible, and every warp is done with the tile
     // before it, whose buffers the next copy and this tile's S take.
     __syncthreads();
-    if (tile + 1 < num_tiles) mla_copy_kv<TKV, S, kKpe>(p, pages, key0 + S::kKeys, key_end, copy_tile((tile + 1) % 2));
+    if (tile + 1 < num_tiles)
+      mla_copy_kv<TKV, S, kKpe>(p, pages, key0 + S::kKeys, key_end, copy_tile((tile + 1) % 2));
     ptx::cp_async_commit();
     unsigned char* const kv = compute_tile(tile % 2);
     if constexpr (L::kStaged) {
@@ -266,7 +272,8 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, kMlaMinB
       for (int u = 0; u < S::kUnitsPerWarp; ++u) {
         float v[4];
 #pragma unroll
-        for (int i = 0; i < 4; ++i) v[i] = sacc[u][0][i] * p.nope_scale + (kKpe ? sacc[u][1][i] * p.pe_scale : 0.0f);
+        for (int i = 0; i < 4; ++i)
+          v[i] = sacc[u][0][i] * p.nope_scale + (kKpe ? sacc[u][1][i] * p.pe_scale : 0.0f);
         float* at = s_buf + (kpart * S::kRows + rb_s * 16 + g) * S::kSStride + 8 * (frag0 + u) + 2 * t;
         *reinterpret_cast<float2*>(at) = make_float2(v[0], v[1]);
         *reinterpret_cast<float2*>(at + 8 * S::kSStride) = make_float2(v[2], v[3]);
@@ -370,7 +377,8 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, kMlaMinB
     const float inv = empty ? 0.0f : p.v_scale / row_sum[h];
     const float lse = empty ? -INFINITY : row_max[h] + __log2f(row_sum[h]);
     if (split) {
-      const std::int64_t state = (r.partial_begin + std::int64_t(item.chunk) * r.qo_len + token) * heads + head;
+      const std::int64_t state =
+          (r.partial_begin + std::int64_t(item.chunk) * r.qo_len + token) * heads + head;
       float* po = p.partial_o + state * S::kDc + c0 * 8 + 2 * t;
 #pragma unroll
       for (int n = 0; n < S::kOFrags; ++n) {
@@ -380,8 +388,8 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, kMlaMinB
       continue;
     }
     const std::int64_t n_out = r.qo_begin + token;
-    auto* po = reinterpret_cast<std::uint32_t*>(static_cast<char*>(p.o) +
-                                                (n_out * p.o_stride_n + head * p.o_stride_h + c0 * 8 + 2 * t) * 2);
+    auto* po = reinterpret_cast<std::uint32_t*>(
+        static_cast<char*>(p.o) + (n_out * p.o_stride_n + head * p.o_stride_h + c0 * 8 + 2 * t) * 2);
 #pragma unroll
     for (int n = 0; n < S::kOFrags; ++n) {
       const float x = acc[n][2 * h] * inv, y = acc[n][2 * h + 1] * inv;
@@ -434,7 +442,8 @@ void launch_mla(const MlaKernelParams& p, int row_blocks, bool kpe, std::int64_t
   with_mla_kernel<TQ, TKV>(row_blocks, kpe, [&](auto k) {
     using K = decltype(k);
     K::prepare();
-    launch_after_previous(K::kernel, dim3(unsigned(grid)), dim3(256), std::size_t(K::kSmem), stream, false, p);
+    launch_after_previous(K::kernel, dim3(unsigned(grid)), dim3(256), std::size_t(K::kSmem), stream, false,
+                          p);
   });
 }
 
@@ -444,12 +453,13 @@ int mla_occupancy(int row_blocks, bool kpe) {
   with_mla_kernel<TQ, TKV>(row_blocks, kpe, [&](auto k) {
     using K = decltype(k);
     K::prepare();
-    KVINFER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, K::kernel, 256, std::size_t(K::kSmem)));
+    KVINFER_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, K::kernel, 256, std::size_t(K::kSmem)));
   });
   return blocks;
 }
 
-#define KVINFER_INSTANTIATE_MLA(TQ, TKV)                                                                    \
+#define KVINFER_INSTANTIATE_MLA(TQ, TKV)                                                            \
   template void launch_mla<TQ, TKV>(const MlaKernelParams&, int, bool, std::int64_t, cudaStream_t); \
   template int mla_occupancy<TQ, TKV>(int, bool);
 

@@ -36,7 +36,8 @@ struct Instance {
   int (*occupancy)(int, bool);
 };
 
-#define KVINFER_MLA_INSTANCE(TQ, QD, TKV, KVD) {DType::QD, DType::KVD, &launch_mla<TQ, TKV>, &mla_occupancy<TQ, TKV>},
+#define KVINFER_MLA_INSTANCE(TQ, QD, TKV, KVD) \
+  {DType::QD, DType::KVD, &launch_mla<TQ, TKV>, &mla_occupancy<TQ, TKV>},
 constexpr Instance kInstances[] = {
 #include "mla_instances.inc"
     {DType::kBool, DType::kBool, nullptr, nullptr},  // end marker: a preset may list none
@@ -47,11 +48,12 @@ const Instance& find_instance(const detail::MLAProblem& pr) {
   for (const Instance& inst : kInstances) {
     if (inst.launch && inst.q == pr.q_dtype && inst.kv == pr.kv_dtype) return inst;
   }
-  throw Error(kOp, "kernel",
-              std::string(dtype_name(pr.q_dtype)) + " q, " + std::string(dtype_name(pr.kv_dtype)) + " KV",
-              "no CUDA MLA kernel for this configuration is compiled in the '" KVINFER_INSTANCE_PRESET
-              "' instance preset; configure with -DKVINFER_INSTANCES=default (fp16/bf16 q; KV of the query's type, "
-              "float8_e4m3 or float8_e5m2)");
+  throw Error(
+      kOp, "kernel",
+      std::string(dtype_name(pr.q_dtype)) + " q, " + std::string(dtype_name(pr.kv_dtype)) + " KV",
+      "no CUDA MLA kernel for this configuration is compiled in the '" KVINFER_INSTANCE_PRESET
+      "' instance preset; configure with -DKVINFER_INSTANCES=default (fp16/bf16 q; KV of the query's type, "
+      "float8_e4m3 or float8_e5m2)");
 }
 
 // Item rows -> row blocks of 16.
