@@ -111,24 +111,6 @@ struct RawCopyOffsets {
   __device__ int operator()(int step) const { return base[step % kPeriodSteps] + step / kPeriodSteps * 1024; }
 };
 
-// Four fp8 elements (x, first in the low byte) as two registers of two fp16 (lo:
-// elements 0, 1; hi: 2, 3; first in the low half): one cvt per pair, each reading
-// its half of x in place. Exact: every fp8 value, NaN and infinity included, is an
-// fp16 value.
-template <class TKV>
-__device__ __forceinline__ void fp8x4_to_half2x2(std::uint32_t x, std::uint32_t& lo, std::uint32_t& hi) {
-  if constexpr (std::is_same_v<TKV, __nv_fp8_e4m3>) {
-    asm("{.reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.rn.f16x2.e4m3x2 %0, l;\n cvt.rn.f16x2.e4m3x2 %1, h;\n}"
-        : "=r"(lo), "=r"(hi)
-        : "r"(x));
-  } else {
-    static_assert(std::is_same_v<TKV, __nv_fp8_e5m2>);
-    asm("{.reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.rn.f16x2.e5m2x2 %0, l;\n cvt.rn.f16x2.e5m2x2 %1, h;\n}"
-        : "=r"(lo), "=r"(hi)
-        : "r"(x));
-  }
-}
-
 // Issues the copies of key rows [key0, key0 + kKeys) of K and V into a raw stage in
 // units of kUnit bytes (8, the alignment fp8 rows are guaranteed, or 16 when every
 // row is 16-byte aligned); rows >= valid are zeros. Each copy instruction takes whole

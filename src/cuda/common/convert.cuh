@@ -5,6 +5,10 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include <cstdint>
+#include <type_traits>
 
 #include "kvinfer/core/dtype.hpp"
 #include "kvinfer/core/error.hpp"
@@ -35,6 +39,24 @@ __device__ __forceinline__ __half from_float<__half>(float x) {
 template <>
 __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float x) {
   return __float2bfloat16_rn(x);
+}
+
+// Four fp8 elements (x, first in the low byte) as two registers of two fp16 (lo:
+// elements 0, 1; hi: 2, 3; first in the low half): one cvt per pair, each reading
+// its half of x in place. Exact: every fp8 value, NaN and infinity included, is an
+// fp16 value.
+template <class TKV>
+__device__ __forceinline__ void fp8x4_to_half2x2(std::uint32_t x, std::uint32_t& lo, std::uint32_t& hi) {
+  if constexpr (std::is_same_v<TKV, __nv_fp8_e4m3>) {
+    asm("{.reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.rn.f16x2.e4m3x2 %0, l;\n cvt.rn.f16x2.e4m3x2 %1, h;\n}"
+        : "=r"(lo), "=r"(hi)
+        : "r"(x));
+  } else {
+    static_assert(std::is_same_v<TKV, __nv_fp8_e5m2>);
+    asm("{.reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.rn.f16x2.e5m2x2 %0, l;\n cvt.rn.f16x2.e5m2x2 %1, h;\n}"
+        : "=r"(lo), "=r"(hi)
+        : "r"(x));
+  }
 }
 
 // Calls f(T{}) with T the CUDA type of a floating dtype among f32, f16, bf16.

@@ -16,13 +16,15 @@
 //    256), reads the block's S, and runs the online softmax itself. The warps of one
 //    row block compute the same row maxima and sums from the same S, so no
 //    reduction across warps is needed at the end.
-// fp8 KV lands in a staging tile and is converted (exactly) to the query's type.
+// fp8 KV lands in a staging tile and is converted (exactly) to fp16, in which the
+// mma then runs (a bf16 q tile is converted once per item, mla_q_to_half).
 // The next tile streams in (cp.async) while the current one is computed.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/mask_policy.hpp"
 #include "cuda/attention/attention_kernel_params.cuh"
@@ -142,20 +144,55 @@ __device__ __forceinline__ void mla_copy_kv(const MlaKernelParams& p, const std:
   }
 }
 
-// Converts an fp8 staging tile into the 16-bit compute tile (exact: every e4m3 and
-// e5m2 value is a float16 and a bfloat16).
-template <class T, class TKV, class S>
+// Converts an fp8 staging tile into the fp16 compute tile: one cvt per pair of
+// elements, exact (every e4m3 and e5m2 value is an fp16 value).
+template <class TKV, class S>
 __device__ __forceinline__ void mla_convert_kv(unsigned char* tile, const unsigned char* raw) {
   constexpr int kChunks = S::kDqk / 16;  // 16 fp8 elements each
   for (int idx = int(threadIdx.x); idx < S::kKeys * kChunks; idx += S::kThreads) {
     const int key = idx / kChunks, c = idx % kChunks;
     const uint4 v = *reinterpret_cast<const uint4*>(raw + key * S::kDqk + c * 16);
-    float lo[8], hi[8];
-    fp8_to_float<TKV>(make_uint2(v.x, v.y), lo);
-    fp8_to_float<TKV>(make_uint2(v.z, v.w), hi);
-    reinterpret_cast<uint4*>(tile)[swizzled_chunk<S::kDqk>(key, 2 * c)] = float_to_chunk<T>(lo);
-    reinterpret_cast<uint4*>(tile)[swizzled_chunk<S::kDqk>(key, 2 * c + 1)] = float_to_chunk<T>(hi);
+    uint4 lo, hi;
+    fp8x4_to_half2x2<TKV>(v.x, lo.x, lo.y);
+    fp8x4_to_half2x2<TKV>(v.y, lo.z, lo.w);
+    fp8x4_to_half2x2<TKV>(v.z, hi.x, hi.y);
+    fp8x4_to_half2x2<TKV>(v.w, hi.z, hi.w);
+    reinterpret_cast<uint4*>(tile)[swizzled_chunk<S::kDqk>(key, 2 * c)] = lo;
+    reinterpret_cast<uint4*>(tile)[swizzled_chunk<S::kDqk>(key, 2 * c + 1)] = hi;
   }
+}
+
+// With fp8 KV the mma runs in fp16, to which fp8 converts in one instruction (to bf16
+// in four, which made the conversion the bound of the whole kernel): a bf16 q tile is
+// converted in place, times the power of two q_scale that puts its largest magnitude
+// in [2^14, 2^15). Every element within 2^-38 of the largest keeps its value exactly
+// (bf16's 8-bit significands fit fp16's 11); smaller ones are below anything the
+// fp32 logits resolve (the decode tile's argument, decode_tile_fp8.cuh). Returns
+// q_scale; `scratch` holds a float per warp. Ends with a barrier.
+template <class S>
+__device__ __forceinline__ float mla_q_to_half(unsigned char* q_tile, float* scratch) {
+  constexpr int kWords = S::kRows * S::kDqk / 2;  // bf16 pairs, in any order
+  auto* words = reinterpret_cast<std::uint32_t*>(q_tile);
+  float mx = 0.0f;
+  for (int i = int(threadIdx.x); i < kWords; i += S::kThreads) {
+    const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&words[i]));
+    mx = fmaxf(mx, fmaxf(fabsf(x.x), fabsf(x.y)));
+  }
+#pragma unroll
+  for (int off = 16; off >= 1; off /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = mx;
+  __syncthreads();
+#pragma unroll
+  for (int w = 0; w < S::kWarps; ++w) mx = fmaxf(mx, scratch[w]);
+  int e = 0;
+  frexpf(mx, &e);  // mx < 2^e (0 for a zero tile)
+  const float q_scale = ldexpf(1.0f, min(max(15 - e, -126), 126));
+  for (int i = int(threadIdx.x); i < kWords; i += S::kThreads) {
+    const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&words[i]));
+    words[i] = mma::pack2<__half>(x.x * q_scale, x.y * q_scale);
+  }
+  __syncthreads();
+  return q_scale;
 }
 
 template <int kRowBlocks>
@@ -166,7 +203,8 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, kMlaMinB
     mla_kernel(const __grid_constant__ MlaKernelParams p) {
   using S = MlaShape<kRowBlocks, kKpe>;
   using L = MlaSmem<TKV, kRowBlocks, kKpe>;
-  using T = TQ;  // the mma operand type; fp8 KV is converted to it
+  // The mma operand type: the query's, or fp16 for fp8 KV (mla_q_to_half).
+  using T = std::conditional_t<sizeof(TKV) == 1, __half, TQ>;
   extern __shared__ __align__(128) unsigned char smem[];
 
   const detail::WorkItem item = load_work_item(p.items + blockIdx.x);
@@ -199,8 +237,16 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, kMlaMinB
   };
 
   mla_copy_q<S>(p, item, r, rows, q_tile);
+  ptx::cp_async_commit();
   if (num_tiles > 0) mla_copy_kv<TKV, S, kKpe>(p, pages, key_begin, key_end, copy_tile(0));
   ptx::cp_async_commit();
+  float q_scale = 1.0f;
+  if constexpr (!std::is_same_v<T, TQ>) {
+    ptx::cp_async_wait_group<1>();  // the q tile (this thread's copies)
+    __syncthreads();
+    q_scale = mla_q_to_half<S>(q_tile, reinterpret_cast<float*>(smem + L::s));
+  }
+  const float nope_scale = p.nope_scale / q_scale, pe_scale = p.pe_scale / q_scale;
 
   // The S role: units unit0.. of row block rb_s, k-steps of part kpart.
   const int kpart = warp % S::kKParts;
@@ -238,7 +284,7 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, kMlaMinB
     ptx::cp_async_commit();
     unsigned char* const kv = compute_tile(tile % 2);
     if constexpr (L::kStaged) {
-      mla_convert_kv<T, TKV, S>(kv, copy_tile(tile % 2));
+      mla_convert_kv<TKV, S>(kv, copy_tile(tile % 2));
       __syncthreads();
     }
 
@@ -273,7 +319,7 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, kMlaMinB
         float v[4];
 #pragma unroll
         for (int i = 0; i < 4; ++i)
-          v[i] = sacc[u][0][i] * p.nope_scale + (kKpe ? sacc[u][1][i] * p.pe_scale : 0.0f);
+          v[i] = sacc[u][0][i] * nope_scale + (kKpe ? sacc[u][1][i] * pe_scale : 0.0f);
         float* at = s_buf + (kpart * S::kRows + rb_s * 16 + g) * S::kSStride + 8 * (frag0 + u) + 2 * t;
         *reinterpret_cast<float2*>(at) = make_float2(v[0], v[1]);
         *reinterpret_cast<float2*>(at + 8 * S::kSStride) = make_float2(v[2], v[3]);
