@@ -73,20 +73,28 @@ struct MlaShape {
   static_assert(kThreadsPerKey == 8);
 };
 
-// Byte offsets of the shared-memory regions: the q tile, the compute tiles (two for
-// 16-bit KV; one for fp8, whose two staging tiles follow), the S exchange.
+// Byte offsets of the shared-memory regions: the q tile, the tiles the copies land
+// in (a ring of kStages: compute tiles for 16-bit KV; for fp8 staging tiles, behind
+// the one compute tile they are converted into), the S exchange. One CTA per SM: the
+// ring takes what the SM's shared memory leaves, up to 8 tiles. A key tile's copy
+// waits for memory through the time of several tiles, so the stages in flight, not
+// the CTAs, set the rate of the memory-bound shapes: with one stage in flight per CTA
+// and two CTAs per SM, 16 heads read at 0.80 of the read bandwidth (bf16) and fp8 at
+// 0.33 (docs/performance.md, session 19).
 template <class TKV, int kRowBlocks, bool kKpe>
 struct MlaSmem {
   using S = MlaShape<kRowBlocks, kKpe>;
   static constexpr bool kStaged = sizeof(TKV) == 1;
   static constexpr int kTileBytes = S::kKeys * S::kDqk * 2;
-  static constexpr int kRawBytes = kStaged ? S::kKeys * S::kDqk : 0;
+  static constexpr int kStageBytes = kStaged ? S::kKeys * S::kDqk : kTileBytes;
   static constexpr int q = 0;
-  static constexpr int kv = q + S::kRows * S::kDqk * 2;
-  static constexpr int raw = kv + (kStaged ? 1 : 2) * kTileBytes;
-  static constexpr int s = raw + 2 * kRawBytes;
-  static constexpr int bytes = s + S::kKParts * S::kRows * S::kSStride * int(sizeof(float));
-  static_assert(kv % 128 == 0 && raw % 128 == 0 && s % 128 == 0);
+  static constexpr int s = q + S::kRows * S::kDqk * 2;
+  static constexpr int compute = s + (S::kKParts * S::kRows * S::kSStride * int(sizeof(float)) + 127) / 128 * 128;
+  static constexpr int stages = compute + (kStaged ? kTileBytes : 0);
+  static constexpr int kBudget = 227 * 1024;  // dynamic shared memory of one CTA (sm_90)
+  static constexpr int kStages = (kBudget - stages) / kStageBytes < 8 ? (kBudget - stages) / kStageBytes : 8;
+  static constexpr int bytes = stages + kStages * kStageBytes;
+  static_assert(s % 128 == 0 && compute % 128 == 0 && stages % 128 == 0 && kStages >= 2);
 };
 
 // Copies the q tile: packed row i < rows is q_nope (then q_pe) of token
@@ -195,11 +203,8 @@ __device__ __forceinline__ float mla_q_to_half(unsigned char* q_tile, float* scr
   return q_scale;
 }
 
-template <int kRowBlocks>
-inline constexpr int kMlaMinBlocks = kRowBlocks == 1 ? 2 : 1;  // what shared memory allows
-
 template <class TQ, class TKV, int kRowBlocks, bool kKpe>
-__global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, kMlaMinBlocks<kRowBlocks>)
+__global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, 1)
     mla_kernel(const __grid_constant__ MlaKernelParams p) {
   using S = MlaShape<kRowBlocks, kKpe>;
   using L = MlaSmem<TKV, kRowBlocks, kKpe>;
@@ -231,18 +236,19 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, kMlaMinB
 
   unsigned char* const q_tile = smem + L::q;
   float* const s_buf = reinterpret_cast<float*>(smem + L::s);
-  const auto compute_tile = [&](int i) { return smem + L::kv + (L::kStaged ? 0 : i) * L::kTileBytes; };
-  const auto copy_tile = [&](int i) {
-    return L::kStaged ? smem + L::raw + i * L::kRawBytes : compute_tile(i);
-  };
+  const auto stage = [&](int tile) { return smem + L::stages + (tile % L::kStages) * L::kStageBytes; };
 
+  // One commit group for q, then one per tile (empty past the last), kStages - 1 ahead.
   mla_copy_q<S>(p, item, r, rows, q_tile);
   ptx::cp_async_commit();
-  if (num_tiles > 0) mla_copy_kv<TKV, S, kKpe>(p, pages, key_begin, key_end, copy_tile(0));
-  ptx::cp_async_commit();
+#pragma unroll
+  for (int t = 0; t + 1 < L::kStages; ++t) {
+    if (t < num_tiles) mla_copy_kv<TKV, S, kKpe>(p, pages, key_begin + t * S::kKeys, key_end, stage(t));
+    ptx::cp_async_commit();
+  }
   float q_scale = 1.0f;
   if constexpr (!std::is_same_v<T, TQ>) {
-    ptx::cp_async_wait_group<1>();  // the q tile (this thread's copies)
+    ptx::cp_async_wait_group<L::kStages - 1>();  // the q tile (this thread's copies)
     __syncthreads();
     q_scale = mla_q_to_half<S>(q_tile, reinterpret_cast<float*>(smem + L::s));
   }
@@ -275,16 +281,17 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, kMlaMinB
 
   for (int tile = 0; tile < num_tiles; ++tile) {
     const int key0 = key_begin + tile * S::kKeys;
-    ptx::cp_async_wait_group<0>();
+    ptx::cp_async_wait_group<L::kStages - 2>();
     // Tile `tile` (and the q tile) is visible, and every warp is done with the tile
-    // before it, whose buffers the next copy and this tile's S take.
+    // before it, whose stage the next copy and whose S buffer this tile's S take.
     __syncthreads();
-    if (tile + 1 < num_tiles)
-      mla_copy_kv<TKV, S, kKpe>(p, pages, key0 + S::kKeys, key_end, copy_tile((tile + 1) % 2));
+    const int ahead = tile + L::kStages - 1;
+    if (ahead < num_tiles) mla_copy_kv<TKV, S, kKpe>(p, pages, key_begin + ahead * S::kKeys, key_end, stage(ahead));
     ptx::cp_async_commit();
-    unsigned char* const kv = compute_tile(tile % 2);
+    unsigned char* kv = stage(tile);
     if constexpr (L::kStaged) {
-      mla_convert_kv<TKV, S>(kv, copy_tile(tile % 2));
+      mla_convert_kv<TKV, S>(smem + L::compute, kv);
+      kv = smem + L::compute;
       __syncthreads();
     }
 
