@@ -73,14 +73,14 @@ struct MlaShape {
   static_assert(kThreadsPerKey == 8);
 };
 
-// Byte offsets of the shared-memory regions: the q tile, the tiles the copies land
-// in (a ring of kStages: compute tiles for 16-bit KV; for fp8 staging tiles, behind
-// the one compute tile they are converted into), the S exchange. One CTA per SM: the
-// ring takes what the SM's shared memory leaves, up to 8 tiles. A key tile's copy
-// waits for memory through the time of several tiles, so the stages in flight, not
-// the CTAs, set the rate of the memory-bound shapes: with one stage in flight per CTA
-// and two CTAs per SM, 16 heads read at 0.80 of the read bandwidth (bf16) and fp8 at
-// 0.33 (docs/performance.md, session 19).
+// Byte offsets of the shared-memory regions: the q tile, the S exchange, the tiles
+// the copies land in (a ring of kStages: compute tiles for 16-bit KV; for fp8 staging
+// tiles, behind the one compute tile they are converted into). The ring takes what
+// the CTA's share of the SM's shared memory leaves, up to 8 tiles. Items of 16 rows
+// run two CTAs per SM, whose tile chains (copy issue, S, barriers, softmax, P V)
+// overlap: with one CTA per SM and 4 stages in flight instead of one, 16 heads took
+// 1.2x as long (docs/performance.md, session 19): the chain, not the bytes in flight,
+// sets their pace.
 template <class TKV, int kRowBlocks, bool kKpe>
 struct MlaSmem {
   using S = MlaShape<kRowBlocks, kKpe>;
@@ -91,7 +91,9 @@ struct MlaSmem {
   static constexpr int s = q + S::kRows * S::kDqk * 2;
   static constexpr int compute = s + (S::kKParts * S::kRows * S::kSStride * int(sizeof(float)) + 127) / 128 * 128;
   static constexpr int stages = compute + (kStaged ? kTileBytes : 0);
-  static constexpr int kBudget = 227 * 1024;  // dynamic shared memory of one CTA (sm_90)
+  static constexpr int kCtasPerSm = kRowBlocks == 1 ? 2 : 1;
+  // Shared memory of an SM (228 KiB on sm_90, 1 KiB of it reserved per CTA), shared.
+  static constexpr int kBudget = (kCtasPerSm == 2 ? 112 : 227) * 1024;
   static constexpr int kStages = (kBudget - stages) / kStageBytes < 8 ? (kBudget - stages) / kStageBytes : 8;
   static constexpr int bytes = stages + kStages * kStageBytes;
   static_assert(s % 128 == 0 && compute % 128 == 0 && stages % 128 == 0 && kStages >= 2);
@@ -118,19 +120,34 @@ __device__ __forceinline__ void mla_copy_q(const MlaKernelParams& p, const detai
   }
 }
 
-// Copies the keys [key0, key0 + kKeys) of a request whose page ids start at `pages`:
-// 16-bit KV into the swizzled compute tile, fp8 into the plain staging tile. Keys at
-// or past key_end are zeros (their logits are masked, and a zero times a zero weight
-// adds nothing to O, where stale bytes could hold NaN).
+// The key row a thread copies of the tile at key0 (kThreadsPerKey threads per key):
+// its page and slot, looked up a tile before its copy is issued, so that the copy
+// does not wait for the page id's load (a DRAM or L2 latency, in every tile).
+struct MlaKeyRow {
+  std::int64_t page;
+  std::uint32_t slot;
+  bool valid;  // a key of the item's range; past key_end the copy writes zeros
+};
+template <class S>
+__device__ __forceinline__ MlaKeyRow mla_key_row(const MlaKernelParams& p, const std::int32_t* pages, int key0,
+                                                 int key_end) {
+  const int kv = key0 + int(threadIdx.x) / S::kThreadsPerKey;
+  MlaKeyRow row;
+  row.valid = kv < key_end;
+  const std::uint32_t page_slot = p.page_size.divmod(std::uint32_t(row.valid ? kv : 0), &row.slot);
+  row.page = row.valid ? pages[page_slot] : 0;
+  return row;
+}
+
+// Copies a thread's part of its key row into a tile: 16-bit KV into the swizzled
+// compute tile, fp8 into the plain staging tile. Keys at or past key_end are zeros
+// (their logits are masked, and a zero times a zero weight adds nothing to O, where
+// stale bytes could hold NaN).
 template <class TKV, class S, bool kKpe>
-__device__ __forceinline__ void mla_copy_kv(const MlaKernelParams& p, const std::int32_t* pages, int key0,
-                                            int key_end, unsigned char* dst) {
+__device__ __forceinline__ void mla_copy_kv(const MlaKernelParams& p, const MlaKeyRow& row, unsigned char* dst) {
   const int key = int(threadIdx.x) / S::kThreadsPerKey, sub = int(threadIdx.x) % S::kThreadsPerKey;
-  const int kv = key0 + key;
-  const bool valid = kv < key_end;
-  std::uint32_t slot = 0;
-  const std::uint32_t page_slot = p.page_size.divmod(std::uint32_t(valid ? kv : 0), &slot);
-  const std::int64_t page = valid ? pages[page_slot] : 0;
+  const bool valid = row.valid;
+  const std::int64_t page = row.page, slot = row.slot;
   constexpr auto kElem = std::int64_t(sizeof(TKV));
   const char* ckv =
       static_cast<const char*>(p.ckv) + (page * p.ckv_stride_page + slot * p.ckv_stride_token) * kElem;
@@ -203,8 +220,14 @@ __device__ __forceinline__ float mla_q_to_half(unsigned char* q_tile, float* scr
   return q_scale;
 }
 
+// Element i of the sum of a unit's accumulator chains.
+template <int kChains>
+__device__ __forceinline__ float chain_sum(const float (&c)[kChains][4], int i) {
+  return kChains == 1 ? c[0][i] : c[0][i] + c[kChains - 1][i];
+}
+
 template <class TQ, class TKV, int kRowBlocks, bool kKpe>
-__global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, 1)
+__global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, MlaSmem<TKV, kRowBlocks, kKpe>::kCtasPerSm)
     mla_kernel(const __grid_constant__ MlaKernelParams p) {
   using S = MlaShape<kRowBlocks, kKpe>;
   using L = MlaSmem<TKV, kRowBlocks, kKpe>;
@@ -243,7 +266,7 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, 1)
   ptx::cp_async_commit();
 #pragma unroll
   for (int t = 0; t + 1 < L::kStages; ++t) {
-    if (t < num_tiles) mla_copy_kv<TKV, S, kKpe>(p, pages, key_begin + t * S::kKeys, key_end, stage(t));
+    if (t < num_tiles) mla_copy_kv<TKV, S, kKpe>(p, mla_key_row<S>(p, pages, key_begin + t * S::kKeys, key_end), stage(t));
     ptx::cp_async_commit();
   }
   float q_scale = 1.0f;
@@ -279,6 +302,7 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, 1)
 #pragma unroll
   for (int n = 0; n < S::kOFrags; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
 
+  MlaKeyRow next_row = mla_key_row<S>(p, pages, key_begin + (L::kStages - 1) * S::kKeys, key_end);
   for (int tile = 0; tile < num_tiles; ++tile) {
     const int key0 = key_begin + tile * S::kKeys;
     ptx::cp_async_wait_group<L::kStages - 2>();
@@ -286,8 +310,9 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, 1)
     // before it, whose stage the next copy and whose S buffer this tile's S take.
     __syncthreads();
     const int ahead = tile + L::kStages - 1;
-    if (ahead < num_tiles) mla_copy_kv<TKV, S, kKpe>(p, pages, key_begin + ahead * S::kKeys, key_end, stage(ahead));
+    if (ahead < num_tiles) mla_copy_kv<TKV, S, kKpe>(p, next_row, stage(ahead));
     ptx::cp_async_commit();
+    next_row = mla_key_row<S>(p, pages, key_begin + (ahead + 1) * S::kKeys, key_end);
     unsigned char* kv = stage(tile);
     if constexpr (L::kStaged) {
       mla_convert_kv<TKV, S>(smem + L::compute, kv);
@@ -297,7 +322,9 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, 1)
 
     // ---- S = Q K^T: [unit][nope / pe][fragment]
     {
-      float sacc[S::kUnitsPerWarp][2][4] = {};
+      // [unit][nope, pe][chain]: one unit's k-steps alternate between two accumulators,
+      // two chains of dependent mma instead of one as long.
+      float sacc[S::kUnitsPerWarp][2][S::kUnitsPerWarp == 1 ? 2 : 1][4] = {};
       const SwizzledLane<S::kDqk> k_lane(kv, k_lane_row, k_lane_chunk);
 #pragma unroll
       for (int k = 0; k < S::kQkSteps; k += 2) {
@@ -309,16 +336,16 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, 1)
         if constexpr (S::kUnitsPerWarp == 1) {
           std::uint32_t b[4];
           mma::ldmatrix_x4(b, k_lane.at(8 * frag0, 2 * k));
-          mma::m16n8k16<T>(sacc[0][pe], a0, b[0], b[1]);
-          mma::m16n8k16<T>(sacc[0][pe], a1, b[2], b[3]);
+          mma::m16n8k16<T>(sacc[0][pe][0], a0, b[0], b[1]);
+          mma::m16n8k16<T>(sacc[0][pe][1], a1, b[2], b[3]);
         } else {
           std::uint32_t b[4], b1[4];
           mma::ldmatrix_x4(b, k_lane.at(8 * frag0, 2 * k));
           mma::ldmatrix_x4(b1, k_lane.at(8 * frag0, 2 * k + 2));
-          mma::m16n8k16<T>(sacc[0][pe], a0, b[0], b[1]);
-          mma::m16n8k16<T>(sacc[1][pe], a0, b[2], b[3]);
-          mma::m16n8k16<T>(sacc[0][pe], a1, b1[0], b1[1]);
-          mma::m16n8k16<T>(sacc[1][pe], a1, b1[2], b1[3]);
+          mma::m16n8k16<T>(sacc[0][pe][0], a0, b[0], b[1]);
+          mma::m16n8k16<T>(sacc[1][pe][0], a0, b[2], b[3]);
+          mma::m16n8k16<T>(sacc[0][pe][0], a1, b1[0], b1[1]);
+          mma::m16n8k16<T>(sacc[1][pe][0], a1, b1[2], b1[3]);
         }
       }
 #pragma unroll
@@ -326,7 +353,7 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, 1)
         float v[4];
 #pragma unroll
         for (int i = 0; i < 4; ++i)
-          v[i] = sacc[u][0][i] * nope_scale + (kKpe ? sacc[u][1][i] * pe_scale : 0.0f);
+          v[i] = chain_sum(sacc[u][0], i) * nope_scale + (kKpe ? chain_sum(sacc[u][1], i) * pe_scale : 0.0f);
         float* at = s_buf + (kpart * S::kRows + rb_s * 16 + g) * S::kSStride + 8 * (frag0 + u) + 2 * t;
         *reinterpret_cast<float2*>(at) = make_float2(v[0], v[1]);
         *reinterpret_cast<float2*>(at + 8 * S::kSStride) = make_float2(v[2], v[3]);
