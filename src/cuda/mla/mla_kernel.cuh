@@ -220,12 +220,6 @@ __device__ __forceinline__ float mla_q_to_half(unsigned char* q_tile, float* scr
   return q_scale;
 }
 
-// Element i of the sum of a unit's accumulator chains.
-template <int kChains>
-__device__ __forceinline__ float chain_sum(const float (&c)[kChains][4], int i) {
-  return kChains == 1 ? c[0][i] : c[0][i] + c[kChains - 1][i];
-}
-
 template <class TQ, class TKV, int kRowBlocks, bool kKpe>
 __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, MlaSmem<TKV, kRowBlocks, kKpe>::kCtasPerSm)
     mla_kernel(const __grid_constant__ MlaKernelParams p) {
@@ -322,9 +316,7 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, MlaSmem<
 
     // ---- S = Q K^T: [unit][nope / pe][fragment]
     {
-      // [unit][nope, pe][chain]: one unit's k-steps alternate between two accumulators,
-      // two chains of dependent mma instead of one as long.
-      float sacc[S::kUnitsPerWarp][2][S::kUnitsPerWarp == 1 ? 2 : 1][4] = {};
+      float sacc[S::kUnitsPerWarp][2][4] = {};
       const SwizzledLane<S::kDqk> k_lane(kv, k_lane_row, k_lane_chunk);
 #pragma unroll
       for (int k = 0; k < S::kQkSteps; k += 2) {
@@ -336,16 +328,16 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, MlaSmem<
         if constexpr (S::kUnitsPerWarp == 1) {
           std::uint32_t b[4];
           mma::ldmatrix_x4(b, k_lane.at(8 * frag0, 2 * k));
-          mma::m16n8k16<T>(sacc[0][pe][0], a0, b[0], b[1]);
-          mma::m16n8k16<T>(sacc[0][pe][1], a1, b[2], b[3]);
+          mma::m16n8k16<T>(sacc[0][pe], a0, b[0], b[1]);
+          mma::m16n8k16<T>(sacc[0][pe], a1, b[2], b[3]);
         } else {
           std::uint32_t b[4], b1[4];
           mma::ldmatrix_x4(b, k_lane.at(8 * frag0, 2 * k));
           mma::ldmatrix_x4(b1, k_lane.at(8 * frag0, 2 * k + 2));
-          mma::m16n8k16<T>(sacc[0][pe][0], a0, b[0], b[1]);
-          mma::m16n8k16<T>(sacc[1][pe][0], a0, b[2], b[3]);
-          mma::m16n8k16<T>(sacc[0][pe][0], a1, b1[0], b1[1]);
-          mma::m16n8k16<T>(sacc[1][pe][0], a1, b1[2], b1[3]);
+          mma::m16n8k16<T>(sacc[0][pe], a0, b[0], b[1]);
+          mma::m16n8k16<T>(sacc[1][pe], a0, b[2], b[3]);
+          mma::m16n8k16<T>(sacc[0][pe], a1, b1[0], b1[1]);
+          mma::m16n8k16<T>(sacc[1][pe], a1, b1[2], b1[3]);
         }
       }
 #pragma unroll
@@ -353,7 +345,7 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, MlaSmem<
         float v[4];
 #pragma unroll
         for (int i = 0; i < 4; ++i)
-          v[i] = chain_sum(sacc[u][0], i) * nope_scale + (kKpe ? chain_sum(sacc[u][1], i) * pe_scale : 0.0f);
+          v[i] = sacc[u][0][i] * nope_scale + (kKpe ? sacc[u][1][i] * pe_scale : 0.0f);
         float* at = s_buf + (kpart * S::kRows + rb_s * 16 + g) * S::kSStride + 8 * (frag0 + u) + 2 * t;
         *reinterpret_cast<float2*>(at) = make_float2(v[0], v[1]);
         *reinterpret_cast<float2*>(at + 8 * S::kSStride) = make_float2(v[2], v[3]);
