@@ -18,7 +18,11 @@
 //    reduction across warps is needed at the end.
 // fp8 KV lands in a staging tile and is converted (exactly) to fp16, in which the
 // mma then runs (a bf16 q tile is converted once per item, mla_q_to_half).
-// The next tile streams in (cp.async) while the current one is computed.
+// The next tiles stream in (cp.async, a ring of stages) while one is computed. Items
+// of 16 rows (decode with 16 heads) are bound by the chain of each tile (copy issue,
+// S, three barriers, softmax, P V: ~470 instructions per warp at ~8 cycles each), 64
+// rows by shared-memory reads (ldmatrix of Q, K and V every tile: L1 at 79%);
+// docs/performance.md, session 19.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -188,7 +192,8 @@ __device__ __forceinline__ void mla_convert_kv(unsigned char* tile, const unsign
 }
 
 // With fp8 KV the mma runs in fp16, to which fp8 converts in one instruction (to bf16
-// in four, which made the conversion the bound of the whole kernel): a bf16 q tile is
+// in four; on the H200 the fp16 path is only 1.5% faster at 16 heads, whose fp8 tiles
+// are bound by the chain of each tile, not by the conversion): a bf16 q tile is
 // converted in place, times the power of two q_scale that puts its largest magnitude
 // in [2^14, 2^15). Every element within 2^-38 of the largest keeps its value exactly
 // (bf16's 8-bit significands fit fp16's 11); smaller ones are below anything the
