@@ -93,7 +93,8 @@ struct MlaSmem {
   static constexpr int kStageBytes = kStaged ? S::kKeys * S::kDqk : kTileBytes;
   static constexpr int q = 0;
   static constexpr int s = q + S::kRows * S::kDqk * 2;
-  static constexpr int compute = s + (S::kKParts * S::kRows * S::kSStride * int(sizeof(float)) + 127) / 128 * 128;
+  static constexpr int compute =
+      s + (S::kKParts * S::kRows * S::kSStride * int(sizeof(float)) + 127) / 128 * 128;
   static constexpr int stages = compute + (kStaged ? kTileBytes : 0);
   static constexpr int kCtasPerSm = kRowBlocks == 1 ? 2 : 1;
   // Shared memory of an SM (228 KiB on sm_90, 1 KiB of it reserved per CTA), shared.
@@ -133,8 +134,8 @@ struct MlaKeyRow {
   bool valid;  // a key of the item's range; past key_end the copy writes zeros
 };
 template <class S>
-__device__ __forceinline__ MlaKeyRow mla_key_row(const MlaKernelParams& p, const std::int32_t* pages, int key0,
-                                                 int key_end) {
+__device__ __forceinline__ MlaKeyRow mla_key_row(const MlaKernelParams& p, const std::int32_t* pages,
+                                                 int key0, int key_end) {
   const int kv = key0 + int(threadIdx.x) / S::kThreadsPerKey;
   MlaKeyRow row;
   row.valid = kv < key_end;
@@ -148,7 +149,8 @@ __device__ __forceinline__ MlaKeyRow mla_key_row(const MlaKernelParams& p, const
 // (their logits are masked, and a zero times a zero weight adds nothing to O, where
 // stale bytes could hold NaN).
 template <class TKV, class S, bool kKpe>
-__device__ __forceinline__ void mla_copy_kv(const MlaKernelParams& p, const MlaKeyRow& row, unsigned char* dst) {
+__device__ __forceinline__ void mla_copy_kv(const MlaKernelParams& p, const MlaKeyRow& row,
+                                            unsigned char* dst) {
   const int key = int(threadIdx.x) / S::kThreadsPerKey, sub = int(threadIdx.x) % S::kThreadsPerKey;
   const bool valid = row.valid;
   const std::int64_t page = row.page, slot = row.slot;
@@ -226,7 +228,8 @@ __device__ __forceinline__ float mla_q_to_half(unsigned char* q_tile, float* scr
 }
 
 template <class TQ, class TKV, int kRowBlocks, bool kKpe>
-__global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, MlaSmem<TKV, kRowBlocks, kKpe>::kCtasPerSm)
+__global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads,
+                                  MlaSmem<TKV, kRowBlocks, kKpe>::kCtasPerSm)
     mla_kernel(const __grid_constant__ MlaKernelParams p) {
   using S = MlaShape<kRowBlocks, kKpe>;
   using L = MlaSmem<TKV, kRowBlocks, kKpe>;
@@ -265,7 +268,8 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads, MlaSmem<
   ptx::cp_async_commit();
 #pragma unroll
   for (int t = 0; t + 1 < L::kStages; ++t) {
-    if (t < num_tiles) mla_copy_kv<TKV, S, kKpe>(p, mla_key_row<S>(p, pages, key_begin + t * S::kKeys, key_end), stage(t));
+    if (t < num_tiles)
+      mla_copy_kv<TKV, S, kKpe>(p, mla_key_row<S>(p, pages, key_begin + t * S::kKeys, key_end), stage(t));
     ptx::cp_async_commit();
   }
   float q_scale = 1.0f;
