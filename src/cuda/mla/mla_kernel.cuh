@@ -20,7 +20,8 @@
 // mma then runs (a bf16 q tile is converted once per item, mla_q_to_half).
 // The next tiles stream in (cp.async, a ring of stages) while one is computed. Items
 // of 16 rows (decode with 16 heads) are bound by the chain of each tile (copy issue,
-// S, three barriers, softmax, P V: ~470 instructions per warp at ~8 cycles each), 64
+// S, two barriers (three for fp8), softmax, P V: ~470 instructions per warp at ~8
+// cycles each), 64
 // rows by shared-memory reads (ldmatrix of Q, K and V every tile: L1 at 79%);
 // docs/performance.md, session 19.
 #pragma once
@@ -97,7 +98,8 @@ struct MlaSmem {
       s + (S::kKParts * S::kRows * S::kSStride * int(sizeof(float)) + 127) / 128 * 128;
   static constexpr int stages = compute + (kStaged ? kTileBytes : 0);
   static constexpr int kCtasPerSm = kRowBlocks == 1 ? 2 : 1;
-  // Shared memory of an SM (228 KiB on sm_90, 1 KiB of it reserved per CTA), shared.
+  // The CTA's share of the SM's 228 KiB of shared memory (sm_90; 1 KiB of each CTA's
+  // share is reserved).
   static constexpr int kBudget = (kCtasPerSm == 2 ? 112 : 227) * 1024;
   static constexpr int kStages = (kBudget - stages) / kStageBytes < 8 ? (kBudget - stages) / kStageBytes : 8;
   static constexpr int bytes = stages + kStages * kStageBytes;
