@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// BatchMLAPagedAttention on the GPU: the CPU backend's pairwise case list and
-// GPU-specific cases (every item-row tile, long decodes split and merged) against the
+// BatchMLAPagedAttention on the GPU: the CPU backend's pairwise case list, part of
+// its wide grid, and GPU-specific cases (every item-row tile, long decodes split and merged) against the
 // float64 oracle with poisoned outputs; bitwise repeatability; batch invariance of a
 // fixed split; a fixed-capacity plan captured in a CUDA graph and replayed across
 // re-plans; and the inputs the GPU rejects.
@@ -89,6 +89,11 @@ TEST_P(CudaMLACase, MatchesOracle) {
 INSTANTIATE_TEST_SUITE_P(Cases, CudaMLACase, ::testing::ValuesIn(mla_case_list()),
                          [](const auto& info) { return info.param.name; });
 INSTANTIATE_TEST_SUITE_P(GpuCases, CudaMLACase, ::testing::ValuesIn(gpu_mla_case_list()),
+                         [](const auto& info) { return info.param.name; });
+// Part of the CPU's wide grid (label `slow` there; the oracle's time is the GPU
+// machine's, whose cores run the cases side by side): long KV with 64 and 128 heads,
+// long query runs, and random cases.
+INSTANTIATE_TEST_SUITE_P(Wide, CudaMLACase, ::testing::ValuesIn(wide_mla_case_list(24, 17)),
                          [](const auto& info) { return info.param.name; });
 
 bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
