@@ -36,7 +36,8 @@ int prefill_occupancy(int q_tile_rows);
 template <class TQ, class TKV, class TO, int DQK, int DVO>
 int prefill_max_item_warps(int q_tile_rows);
 template <class TQ, class TKV, class TO, int DQK, int DVO>
-void launch_prefill_wgmma(const AttentionKernelParams& p, int q_tile_rows, std::int64_t grid, cudaStream_t stream);
+void launch_prefill_wgmma(const AttentionKernelParams& p, int q_tile_rows, std::int64_t grid,
+                          cudaStream_t stream);
 template <class TQ, class TKV, class TO, int DQK, int DVO>
 int prefill_wgmma_occupancy(int q_tile_rows);
 
@@ -57,30 +58,31 @@ struct Instance {
 };
 
 #define KVINFER_DECODE_INSTANCE(TQ, QD, TKV, KVD, D) \
-  {DType::QD,                                 \
-   DType::KVD,                                \
-   D,                                         \
-   D,                                         \
-   &launch_decode<TQ, TKV, TQ, D>,            \
-   &decode_occupancy<TQ, TKV, TQ, D>,         \
-   &decode_max_item_warps<TQ, TKV, TQ, D>,    \
-   nullptr,                                   \
+  {DType::QD,                                        \
+   DType::KVD,                                       \
+   D,                                                \
+   D,                                                \
+   &launch_decode<TQ, TKV, TQ, D>,                   \
+   &decode_occupancy<TQ, TKV, TQ, D>,                \
+   &decode_max_item_warps<TQ, TKV, TQ, D>,           \
+   nullptr,                                          \
    nullptr},
 constexpr Instance kDecodeInstances[] = {
 #include "decode_instances.inc"
-    {DType::kBool, DType::kBool, 0, 0, nullptr, nullptr, nullptr, nullptr, nullptr},  // end marker: a preset may list none
+    {DType::kBool, DType::kBool, 0, 0, nullptr, nullptr, nullptr, nullptr,
+     nullptr},  // end marker: a preset may list none
 };
 #undef KVINFER_DECODE_INSTANCE
 
-#define KVINFER_PREFILL_INSTANCE(TQ, QD, TKV, KVD, DQK, DVO)                                                      \
-  {DType::QD,                                                                                                    \
-   DType::KVD,                                                                                                   \
-   DQK,                                                                                                          \
-   DVO,                                                                                                          \
-   &launch_prefill<TQ, TKV, TQ, DQK, DVO>,                                                                       \
-   &prefill_occupancy<TQ, TKV, TQ, DQK, DVO>,                                                                    \
-   &prefill_max_item_warps<TQ, TKV, TQ, DQK, DVO>,                                                               \
-   kHasWgmmaPrefill<TQ, TKV, DQK, DVO> ? &launch_prefill_wgmma<TQ, TKV, TQ, DQK, DVO> : nullptr,                 \
+#define KVINFER_PREFILL_INSTANCE(TQ, QD, TKV, KVD, DQK, DVO)                                     \
+  {DType::QD,                                                                                    \
+   DType::KVD,                                                                                   \
+   DQK,                                                                                          \
+   DVO,                                                                                          \
+   &launch_prefill<TQ, TKV, TQ, DQK, DVO>,                                                       \
+   &prefill_occupancy<TQ, TKV, TQ, DQK, DVO>,                                                    \
+   &prefill_max_item_warps<TQ, TKV, TQ, DQK, DVO>,                                               \
+   kHasWgmmaPrefill<TQ, TKV, DQK, DVO> ? &launch_prefill_wgmma<TQ, TKV, TQ, DQK, DVO> : nullptr, \
    kHasWgmmaPrefill<TQ, TKV, DQK, DVO> ? &prefill_wgmma_occupancy<TQ, TKV, TQ, DQK, DVO> : nullptr},
 constexpr Instance kPrefillInstances[] = {
 #include "prefill_instances.inc"
@@ -136,13 +138,14 @@ bool tensor_core_decode(const detail::AttentionProblem& pr) {
   // plan (run_attention, key_row_decode).
   const bool key_row_tile = is_decode_problem(pr) && pr.kv_dtype == pr.q_dtype && pr.head_dim_qk != 128 &&
                             group <= 8 && pr.pos_encoding == PosEncoding::kNone;
-  return group >= 2 && group <= kDecodeTileRows && pr.head_dim_vo <= 128 && pr.pos_encoding != PosEncoding::kAlibi &&
-         pr.logits_soft_cap <= 0.0f && !fp8_rope && !key_row_tile;
+  return group >= 2 && group <= kDecodeTileRows && pr.head_dim_vo <= 128 &&
+         pr.pos_encoding != PosEncoding::kAlibi && pr.logits_soft_cap <= 0.0f && !fp8_rope && !key_row_tile;
 }
 
 // The general logits: custom mask, ALiBi, soft cap (a separate kernel, 64-row tiles only).
 bool general_logits(const detail::AttentionProblem& pr) {
-  return pr.mask_mode == MaskMode::kCustom || pr.pos_encoding == PosEncoding::kAlibi || pr.logits_soft_cap > 0.0f;
+  return pr.mask_mode == MaskMode::kCustom || pr.pos_encoding == PosEncoding::kAlibi ||
+         pr.logits_soft_cap > 0.0f;
 }
 
 // 128-row tiles halve the K/V traffic per query row; 64 rows waste less on short requests.
@@ -157,7 +160,7 @@ int prefill_tile_rows(const detail::AttentionProblem& pr) {
 struct KernelChoice {
   const Instance* instance;
   int q_tile_rows;
-  bool wgmma;  // the instance's Hopper mainloop rather than the portable kernel
+  bool wgmma;                    // the instance's Hopper mainloop rather than the portable kernel
   bool decode_instance = false;  // launch_decode's kernels (CUDA-core, key-row tile)
 
   LaunchFn launch() const { return wgmma ? instance->launch_wgmma : instance->launch; }
@@ -178,12 +181,15 @@ struct KernelChoice {
 // portable one; asked for explicitly, it runs 128-row tiles whatever the lengths.
 KernelChoice prefill_choice(const Instance* inst, const detail::AttentionProblem& pr, int device) {
   const int rows = prefill_tile_rows(pr);
-  const bool supported = inst->launch_wgmma != nullptr && !general_logits(pr) && pr.pos_encoding == PosEncoding::kNone;
+  const bool supported =
+      inst->launch_wgmma != nullptr && !general_logits(pr) && pr.pos_encoding == PosEncoding::kNone;
   if (pr.backend == PrefillBackend::kHopper) {
     if (!supported) {
-      throw Error("attention", "options.backend", "fa3 (Hopper)",
-                  "applies only to 16-bit KV of the query's type with equal head dims 64/128/256 and no RoPE, ALiBi, "
-                  "soft cap or custom mask (" + describe(pr) + ")");
+      throw Error(
+          "attention", "options.backend", "fa3 (Hopper)",
+          "applies only to 16-bit KV of the query's type with equal head dims 64/128/256 and no RoPE, ALiBi, "
+          "soft cap or custom mask (" +
+              describe(pr) + ")");
     }
     if (!hopper_device(device)) {
       throw Error("attention", "options.backend", "fa3 (Hopper)",
@@ -191,7 +197,8 @@ KernelChoice prefill_choice(const Instance* inst, const detail::AttentionProblem
     }
     return {inst, 128, true};
   }
-  return {inst, rows, supported && rows == 128 && pr.backend == PrefillBackend::kAuto && hopper_device(device)};
+  return {inst, rows,
+          supported && rows == 128 && pr.backend == PrefillBackend::kAuto && hopper_device(device)};
 }
 
 // At head_dim 128 the 16-row tile plans 16-bit decode of groups 2-8 and the key-row
@@ -211,19 +218,22 @@ bool key_row_decode(const detail::AttentionProblem& pr) {
 KernelChoice choose_kernel(const detail::AttentionProblem& pr, int device) {
   if (pr.o_dtype != pr.q_dtype) {
     throw Error("attention", "out.dtype", dtype_name(pr.o_dtype),
-                "the CUDA kernels write the output in the query's dtype (" + std::string(dtype_name(pr.q_dtype)) + ")");
+                "the CUDA kernels write the output in the query's dtype (" +
+                    std::string(dtype_name(pr.q_dtype)) + ")");
   }
   if (is_decode_problem(pr) && pr.backend != PrefillBackend::kHopper) {
     if (tensor_core_decode(pr)) {
       if (const Instance* inst = find(kPrefillInstances, pr)) return {inst, kDecodeTileRows, false};
     }
-    if (const Instance* inst = find(kDecodeInstances, pr)) return {inst, decode_tile_rows(pr.group_size()), false, true};
+    if (const Instance* inst = find(kDecodeInstances, pr))
+      return {inst, decode_tile_rows(pr.group_size()), false, true};
   }
   if (const Instance* inst = find(kPrefillInstances, pr)) return prefill_choice(inst, pr, device);
-  throw Error("attention", "kernel", describe(pr),
-              "no CUDA kernel for this configuration is compiled in the '" KVINFER_INSTANCE_PRESET
-              "' instance preset; configure with -DKVINFER_INSTANCES=default (fp16/bf16 q; KV of the query's type "
-              "or fp8; head_dim 64/128/256, and 192/128) or full (also mixed fp16/bf16 decode)");
+  throw Error(
+      "attention", "kernel", describe(pr),
+      "no CUDA kernel for this configuration is compiled in the '" KVINFER_INSTANCE_PRESET
+      "' instance preset; configure with -DKVINFER_INSTANCES=default (fp16/bf16 q; KV of the query's type "
+      "or fp8; head_dim 64/128/256, and 192/128) or full (also mixed fp16/bf16 decode)");
 }
 
 }  // namespace
@@ -232,14 +242,45 @@ KernelChoice choose_kernel(const detail::AttentionProblem& pr, int device) {
 namespace {
 std::uint64_t* g_warp_timeline = nullptr;
 }
-void set_warp_timeline(std::uint64_t* device_buffer) { g_warp_timeline = device_buffer; }
+void set_warp_timeline(std::uint64_t* device_buffer) {
+  g_warp_timeline = device_buffer;
+}
 #endif
 
 KernelTraits select_kernel(const detail::AttentionProblem& pr, int device) {
   KVINFER_CUDA_CHECK(cudaSetDevice(device));
   const KernelChoice k = choose_kernel(pr, device);
-  return {k.q_tile_rows, std::max(1, k.occupancy()), k.max_item_warps(pr)};
+  // At head_dim 128 the 16-row tile plans and the key-row tile runs the plan
+  // (key_row_decode says why one plan suits both).
+  KernelChoice run = k;
+  if (key_row_decode(pr)) {
+    if (const Instance* inst = find(kDecodeInstances, pr))
+      run = {inst, decode_tile_rows(pr.group_size()), false, true};
+  }
+  const detail::KernelFamily family = run.decode_instance ? detail::KernelFamily::kCudaCoreDecode
+                                      : run.wgmma         ? detail::KernelFamily::kWgmmaPrefill
+                                                          : detail::KernelFamily::kTensorCoreTile;
+  const Instance* base = run.decode_instance ? kDecodeInstances : kPrefillInstances;
+  const detail::KernelKey key{family, std::int32_t(run.instance - base), run.q_tile_rows};
+  return {key, k.q_tile_rows, std::max(1, k.occupancy()), k.max_item_warps(pr)};
 }
+
+namespace {
+
+// The choice a plan stored (select_kernel's), for its launch.
+KernelChoice planned_kernel(const detail::KernelKey& key) {
+  const bool decode = key.family == detail::KernelFamily::kCudaCoreDecode;
+  const std::size_t count = decode ? std::size(kDecodeInstances) : std::size(kPrefillInstances);
+  if (key.family == detail::KernelFamily::kCpu || key.instance < 0 ||
+      std::size_t(key.instance) + 1 >= count) {
+    throw Error("attention", "plan", "kernel " + std::to_string(key.instance),
+                "not a kernel of this build's CUDA registry (a plan made for another device?)");
+  }
+  const Instance* inst = (decode ? kDecodeInstances : kPrefillInstances) + key.instance;
+  return {inst, key.launch_rows, key.family == detail::KernelFamily::kWgmmaPrefill, decode};
+}
+
+}  // namespace
 
 AttentionKernelParams make_kernel_params(const detail::AttentionParams& p) {
   const detail::AttentionProblem& pr = p.problem;
@@ -305,14 +346,8 @@ void run_attention(const detail::AttentionParams& p) {
   const detail::AttentionProblem& pr = p.problem;
   int device = 0;
   KVINFER_CUDA_CHECK(cudaGetDevice(&device));
-  KernelChoice kernel = choose_kernel(pr, device);
-  int q_tile_rows = p.q_tile_rows;
-  if (key_row_decode(pr)) {
-    if (const Instance* inst = find(kDecodeInstances, pr)) {
-      kernel = {inst, decode_tile_rows(pr.group_size()), false, true};
-      q_tile_rows = kernel.q_tile_rows;
-    }
-  }
+  const KernelChoice kernel = planned_kernel(p.kernel);
+  const int q_tile_rows = kernel.q_tile_rows;
   // Vector loads need 16-byte (8 elements) alignment of every row.
   const auto aligned = [](const TensorView& t, int dims) {
     if (reinterpret_cast<std::uintptr_t>(t.data()) % (8 * t.element_size()) != 0) return false;
@@ -320,8 +355,9 @@ void run_attention(const detail::AttentionParams& p) {
       if (t.stride(d) % 8 != 0) return false;
     return true;
   };
-  for (auto [name, t, dims] : {std::tuple{"q", &p.q, 2}, std::tuple{"out", &p.o, 2}, std::tuple{"k", &p.k, p.k.rank() - 1},
-                               std::tuple{"v", &p.v, p.v.rank() - 1}}) {
+  for (auto [name, t, dims] :
+       {std::tuple{"q", &p.q, 2}, std::tuple{"out", &p.o, 2}, std::tuple{"k", &p.k, p.k.rank() - 1},
+        std::tuple{"v", &p.v, p.v.rank() - 1}}) {
     if (!aligned(*t, dims)) {
       throw Error("attention", name, t->describe(),
                   "the CUDA kernels need rows aligned to 8 elements (pointer and every stride but the last)");

@@ -1,0 +1,12 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CPU backend behind the one backend interface (src/backend/backend.hpp).
+// Included only by the registry.
+#pragma once
+
+#include "backend/backend.hpp"
+
+namespace kvinfer::cpu {
+
+const detail::Backend& backend();
+
+}  // namespace kvinfer::cpu
