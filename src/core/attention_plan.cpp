@@ -104,13 +104,7 @@ AttentionProblem AttentionPlan::check_problem(const PlanRequest& req) const {
             req.split.fixed_split_size, "must be -1 (automatic) or positive");
 
   if (capacity_) {
-    require_v(pr.batch_size <= capacity_->max_batch, op, "batch_size", pr.batch_size,
-              fmt::format("must not exceed the capacity's max_batch ({})", capacity_->max_batch));
-    require_v(pr.nnz_q <= capacity_->max_qo_tokens, op, "qo_indptr[batch_size]", pr.nnz_q,
-              fmt::format("must not exceed the capacity's max_qo_tokens ({})", capacity_->max_qo_tokens));
-    require_v(pr.nnz_kv <= capacity_->max_kv, op, "kv_indptr[batch_size]", pr.nnz_kv,
-              fmt::format("must not exceed the capacity's max_kv ({})", capacity_->max_kv));
-    // Kernels are chosen for the capacity's longest request, not this batch's: every
+    // The lengths are checked against the capacity by make_schedule. Kernels are chosen for the capacity's longest request, not this batch's: every
     // re-plan keeps the kernel, its tile and so the workspace layout and grid.
     pr.max_qo_len =
         std::int32_t(std::min<std::int64_t>(req.max_qo_len >= 0 ? req.max_qo_len : capacity_->max_qo_tokens,
@@ -123,8 +117,11 @@ Schedule AttentionPlan::make_plan_schedule(const PlanRequest& req, const Attenti
                                            std::span<const std::int64_t> mask_offsets,
                                            KernelKey* kernel_out) const {
   ScheduleInput in;
+  in.op = req.op;
   in.qo_lens = req.qo_lens;
   in.kv_lens = req.kv_lens;
+  in.kv_begin = req.kv_begin;
+  in.nnz_kv = pr.nnz_kv;
   in.num_qo_heads = pr.num_qo_heads;
   in.num_kv_heads = pr.num_kv_heads;
   in.head_dim_vo = pr.head_dim_vo;
@@ -146,11 +143,9 @@ Schedule AttentionPlan::make_plan_schedule(const PlanRequest& req, const Attenti
     const std::int64_t max_kv_tokens =
         pr.storage == KVStorage::kPaged ? capacity_->max_kv * pr.page_size : capacity_->max_kv;
     in.capacity = ScheduleInput::Capacity{capacity_->max_batch, capacity_->max_qo_tokens, max_kv_tokens,
-                                          req.max_qo_len};
+                                          req.max_qo_len, capacity_->max_kv};
   }
-  Schedule s = make_schedule(in, profile);
-  set_kv_begins(s, req.kv_begin);
-  return s;
+  return make_schedule(in, profile);
 }
 
 WorkspaceSize AttentionPlan::workspace_size(const PlanRequest& req) const {

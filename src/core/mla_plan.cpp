@@ -107,22 +107,19 @@ MLAPlan::Checked MLAPlan::check_plan(const MLAPlanArgs& a) const {
   pr.kv_dtype = a.kv_dtype;
   pr.o_dtype = o_dtype;
 
-  if (capacity_) {
-    require_v(pr.batch_size <= capacity_->max_batch, kOp, "batch_size", pr.batch_size,
-              fmt::format("must not exceed the capacity's max_batch ({})", capacity_->max_batch));
-    require_v(pr.nnz_q <= capacity_->max_qo_tokens, kOp, "qo_indptr[batch_size]", pr.nnz_q,
-              fmt::format("must not exceed the capacity's max_qo_tokens ({})", capacity_->max_qo_tokens));
-    require_v(pr.nnz_kv <= capacity_->max_kv, kOp, "kv_indptr[batch_size]", pr.nnz_kv,
-              fmt::format("must not exceed the capacity's max_kv ({} pages)", capacity_->max_kv));
-    pr.max_qo_len = capacity_->max_qo_tokens;
-  }
+  // The lengths are checked against the capacity by make_schedule; the kernel is
+  // chosen for the capacity's rows, so that every re-plan keeps it.
+  if (capacity_) pr.max_qo_len = capacity_->max_qo_tokens;
   return c;
 }
 
 Schedule MLAPlan::make_plan_schedule(const Checked& c, const SplitOptions& split) const {
   const MLAProblem& pr = c.problem;
   ScheduleInput in;
+  in.op = kOp;
   in.qo_lens = c.qo_lens;
+  in.kv_begin = c.kv_begin;
+  in.nnz_kv = pr.nnz_kv;
   in.kv_lens = c.kv_lens;
   // Every head reads the same latent KV: one KV head whose group is all heads, so a
   // work item's key block is loaded once for num_heads query rows of a token.
@@ -143,11 +140,9 @@ Schedule MLAPlan::make_plan_schedule(const Checked& c, const SplitOptions& split
   in.disable_split_kv = split.disable_split_kv;
   if (capacity_) {
     in.capacity = ScheduleInput::Capacity{capacity_->max_batch, capacity_->max_qo_tokens,
-                                          capacity_->max_kv * pr.page_size, -1};
+                                          capacity_->max_kv * pr.page_size, -1, capacity_->max_kv};
   }
-  Schedule s = make_schedule(in, profile);
-  set_kv_begins(s, c.kv_begin);
-  return s;
+  return make_schedule(in, profile);
 }
 
 WorkspaceSize MLAPlan::workspace_size(const MLAPlanArgs& args) const {

@@ -10,11 +10,11 @@
 #include <cstdint>
 #include <string>
 
+#include "cuda/backend.hpp"
 #include "cuda/attention/attention_kernel_params.cuh"
 #include "cuda/attention/merge_partials.hpp"
 #include "cuda/check.cuh"
 #include "cuda/common/launch.cuh"
-#include "cuda/mla.hpp"
 #include "cuda/mla/mla_kernel_params.cuh"
 #include "cuda/runtime.hpp"
 #include "kvinfer/core/error.hpp"
@@ -76,14 +76,18 @@ void check_aligned(const char* name, const TensorView& t) {
 
 }  // namespace
 
-MlaKernelTraits select_mla_kernel(const detail::MLAProblem& pr, std::int64_t max_item_rows, int device) {
+detail::MlaKernelTraits CudaBackend::mla_kernel(const detail::MLAProblem& pr, std::int64_t max_item_rows,
+                                                int device) const {
   KVINFER_CUDA_CHECK(cudaSetDevice(device));
   const Instance& inst = find_instance(pr);
   const int row_blocks = row_blocks_for(max_item_rows);
-  return {16 * row_blocks, std::max(1, inst.occupancy(row_blocks, pr.head_dim_kpe > 0))};
+  // One wave of items at the full rate, as attention's.
+  return {.q_tile_rows = 16 * row_blocks,
+          .work_items_per_processor = std::max(1, inst.occupancy(row_blocks, pr.head_dim_kpe > 0)),
+          .split_waves = 1};
 }
 
-void run_mla(const detail::MLAParams& p) {
+void CudaBackend::run_mla(const detail::MLAParams& p) const {
   const detail::MLAProblem& pr = p.problem;
   const Instance& inst = find_instance(pr);
   check_aligned("q_nope", p.q_nope);

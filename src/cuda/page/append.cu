@@ -10,11 +10,11 @@
 #include <string>
 #include <utility>
 
+#include "cuda/backend.hpp"
 #include "cuda/common/fast_divmod.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/ptx.cuh"
 #include "cuda/common/vec.cuh"
-#include "cuda/ops.hpp"
 #include "cuda/page/append.hpp"
 
 namespace kvinfer::cuda {
@@ -410,7 +410,7 @@ std::string_view append_kernel_name(AppendKernel k) {
   return "?";
 }
 
-void append_paged_kv_cache(const detail::AppendPagedKVParams& p) {
+void CudaBackend::append_paged_kv_cache(const detail::AppendPagedKVParams& p) const {
   append_paged_kv_cache_with(p, default_append_kernel());
 }
 
@@ -441,7 +441,7 @@ void append_paged_kv_cache_with(const detail::AppendPagedKVParams& p, AppendKern
                  p.stream, kernel);
 }
 
-void append_paged_mla_kv_cache(const detail::AppendPagedMLAParams& p) {
+void CudaBackend::append_paged_mla_kv_cache(const detail::AppendPagedMLAParams& p) const {
   const MLACache& cache = p.cache;
   const std::int64_t es = std::int64_t(dtype_size(cache.ckv.dtype()));
   const std::int64_t nnz = p.ckv.size(0);
