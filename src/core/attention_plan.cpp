@@ -146,7 +146,7 @@ Schedule AttentionPlan::make_plan_schedule(const PlanRequest& req, const Attenti
     // small next to the KV it reads: chunks of at least 8 keys per row of the tile.
     // Decode tiles take at least 512 keys: half the items and partial states of the
     // 256-key one-wave split of a single 32k request, which measured 0.99 of its time
-    // on the H200 (fp8 KV 0.96-0.98; docs/performance.md, session 6).
+    // on the H200 (fp8 KV 0.96-0.98; docs/kernels.md, "What every family shares").
     const std::int64_t min_keys = traits.q_tile_rows <= 16 ? 512 : 8 * std::int64_t(traits.q_tile_rows);
     in.min_chunk_tokens = std::max<std::int64_t>(in.min_chunk_tokens, min_keys);
     // The decode tile's CTA can run one item on several warps (merged in the CTA):

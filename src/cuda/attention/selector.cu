@@ -118,7 +118,7 @@ int decode_tile_rows(std::int64_t group) {
 // Decode on tensor cores: the prefill kernel's one-warp tile of 16 packed rows
 // holds a GQA group's rows of one token. From 2 rows per KV head on, the CUDA-core
 // kernel is bound by issuing its multiply-adds (0.48-0.52 of the read bandwidth at
-// group 4, 0.80 at group 1) while this one streams at 0.81-0.95 (docs/performance.md).
+// group 4, 0.80 at group 1) while this one streams at 0.81-0.95 (docs/kernels.md).
 // 16-bit KV of the query's type at head_dim 64 and 256, groups 2-8, no RoPE, goes to
 // the decode instances, where launch_decode runs the key-row tile (decode_tile_kq.cuh):
 // at 256, 128 accumulators per lane leave the one-warp tile too few registers (the
