@@ -120,7 +120,7 @@ int decode_tile_rows(std::int64_t group) {
 // Decode on tensor cores: the prefill kernel's one-warp tile of 16 packed rows
 // holds a GQA group's rows of one token. From 2 rows per KV head on, the CUDA-core
 // kernel is bound by issuing its multiply-adds (0.48-0.52 of the read bandwidth at
-// group 4, 0.80 at group 1) while this one streams at 0.81-0.95 (docs/performance.md).
+// group 4, 0.80 at group 1) while this one streams at 0.81-0.95 (docs/kernels.md).
 // 16-bit KV of the query's type at head_dim 64 and 256, groups 2-8, no RoPE, goes to
 // the decode instances, where launch_decode runs the key-row tile (decode_tile_kq.cuh):
 // at 256, 128 accumulators per lane leave the one-warp tile too few registers (the
@@ -268,7 +268,7 @@ detail::AttentionKernelTraits CudaBackend::attention_kernel(const detail::Attent
   // head_dim floats, written and merged) should stay small next to the KV it reads:
   // chunks of at least 8 keys per row of the tile. Decode tiles take at least 512
   // keys: half the items and partial states of the 256-key one-wave split of a single
-  // 32k request, which measured 0.99 of its time on the H200 (fp8 KV 0.96-0.98).
+  // 32k request, which measured 0.99 of its time on the H200 (fp8 KV 0.96-0.98; docs/kernels.md, "What every family shares").
   const std::int64_t min_keys = k.q_tile_rows <= 16 ? 512 : 8 * std::int64_t(k.q_tile_rows);
   return {.key = key,
           .q_tile_rows = k.q_tile_rows,

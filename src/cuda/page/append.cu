@@ -389,7 +389,7 @@ void launch_scatter(std::string_view op, PartDesc* parts, int num_parts, const P
 
 }  // namespace
 
-// Measured on the H200 (docs/performance.md, 5000-token append, cold L2):
+// Measured on the H200 (docs/kernels.md, "Append and page operations"; 5000-token append, cold L2):
 // registers_x4 12.8-12.9 us, registers_x8 13.3-13.5 us, cp_async_x8_prefetch 13.4-14.4 us;
 // 128 x 2 vectors 13.0, 64 x 4 12.9, one wave of resident blocks taking tiles in turn
 // 13.0-13.1. A plain copy kernel of the same bytes takes 12.7-12.8 us whatever its
