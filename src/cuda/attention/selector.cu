@@ -393,7 +393,19 @@ void CudaBackend::run_attention(const detail::AttentionParams& p) const {
   }
   // Programmatic launch only where the merge runs its sm_90a code, which waits for
   // the attention kernel (griddepcontrol.wait); other code would not wait.
-  launch_merge_partials(k, pr.o_dtype, int(pr.head_dim_vo), p.max_merge_tokens, p.max_chunks, p.fixed_split,
+  const MergeParams merge{.o = k.o,
+                          .o_stride_n = k.o_stride_n,
+                          .o_stride_h = k.o_stride_h,
+                          .lse = k.lse,
+                          .lse_stride_n = k.lse_stride_n,
+                          .lse_stride_h = k.lse_stride_h,
+                          .requests = p.requests,
+                          .merge_tokens = p.merge_tokens,
+                          .counts = p.counts,
+                          .partial_o = p.partial_o,
+                          .partial_lse = p.partial_lse,
+                          .num_qo_heads = k.num_qo_heads};
+  launch_merge_partials(merge, pr.o_dtype, int(pr.head_dim_vo), p.max_merge_tokens, p.max_chunks, p.fixed_split,
                         hopper_device(device), stream);
 }
 

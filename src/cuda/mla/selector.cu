@@ -146,21 +146,20 @@ void CudaBackend::run_mla(const detail::MLAParams& p) const {
 
   // The merge of split requests is attention's: the same partial-state layout
   // ([rows, H, 512] and [rows, H], base 2).
-  AttentionKernelParams m{};
-  m.o = p.o.data();
-  m.o_stride_n = p.o.stride(0);
-  m.o_stride_h = p.o.stride(1);
-  m.lse = k.lse;
-  m.lse_stride_n = k.lse_stride_n;
-  m.lse_stride_h = k.lse_stride_h;
-  m.lse_scale = k.lse_scale;
-  m.requests = p.requests;
-  m.merge_tokens = p.merge_tokens;
-  m.counts = p.counts;
-  m.partial_o = p.partial_o;
-  m.partial_lse = p.partial_lse;
-  m.num_qo_heads = std::int32_t(pr.num_heads);
-  launch_merge_partials(m, pr.o_dtype, int(pr.head_dim_ckv), p.max_merge_tokens, p.max_chunks, p.fixed_split,
+  const MergeParams merge{.o = k.o,
+                          .o_stride_n = k.o_stride_n,
+                          .o_stride_h = k.o_stride_h,
+                          .lse = k.lse,
+                          .lse_stride_n = k.lse_stride_n,
+                          .lse_stride_h = k.lse_stride_h,
+                          .lse_scale = k.lse_scale,
+                          .requests = p.requests,
+                          .merge_tokens = p.merge_tokens,
+                          .counts = p.counts,
+                          .partial_o = p.partial_o,
+                          .partial_lse = p.partial_lse,
+                          .num_qo_heads = std::int32_t(pr.num_heads)};
+  launch_merge_partials(merge, pr.o_dtype, int(pr.head_dim_ckv), p.max_merge_tokens, p.max_chunks, p.fixed_split,
                         hopper_device(device), stream);
 }
 
