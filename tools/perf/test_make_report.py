@@ -127,7 +127,7 @@ class CheckMode(unittest.TestCase):
                 text = f.read()
             with open(out, "w") as f:
                 f.write(text.replace("126.14", "126.15"))
-            rc, log = run("--check", "--out", out)
+            rc, log = run("--check", "--data", FIXTURE, "--out", out)
             self.assertEqual(rc, 1)
             self.assertIn("126.15", log)  # the diff shows what differs
 
