@@ -18,8 +18,8 @@ import math
 import os
 import sys
 
-SERIES = ("step", "t_s", "step_ms", "batch", "prefill_tokens", "decode_tokens", "append_ms", "prefill_ms", "decode_ms",
-          "pages_in_use")
+SERIES = ("step", "t_s", "step_ms", "batch", "prefill_tokens", "decode_tokens", "append_ms", "prefill_ms",
+          "decode_ms", "pages_in_use")
 
 
 class BadInput(Exception):
@@ -36,7 +36,8 @@ def load_report(path):
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
         raise BadInput(f"{path}: not valid JSON: {e}")
     if not isinstance(report, dict) or "series" not in report:
-        raise BadInput(f"{path}: no \"series\" (a report of kvinfer serve --json, from a version that writes them)")
+        raise BadInput(f"{path}: no \"series\" (not a report of kvinfer serve --json, "
+                       "or one from a version without them)")
     series = report["series"]
     missing = [k for k in SERIES if k not in series]
     if missing:
@@ -77,7 +78,8 @@ def plot(report, series, num_pages, out, x_axis, title, log_time=False):
                    colors=[c for _, _, c in parts], step="post" if len(x) > 1 else None, alpha=0.9)
     ax_t.set_ylabel("attention time per step (ms)")
     if log_time:
-        ax_t.set_yscale("symlog", linthresh=max(1e-3, min((v for v in series["decode_ms"] if v > 0), default=1.0)))
+        smallest = min((v for v in series["decode_ms"] if v > 0), default=1.0)
+        ax_t.set_yscale("symlog", linthresh=max(1e-3, smallest))
     ax_t.legend(loc="upper right", frameon=False, ncol=3)
     ax_t.grid(alpha=0.3)
 
@@ -92,7 +94,8 @@ def plot(report, series, num_pages, out, x_axis, title, log_time=False):
     handles = ax_b.get_legend_handles_labels()[0] + rows.get_legend_handles_labels()[0]
     ax_b.legend(handles, [h.get_label() for h in handles], loc="upper right", frameon=False, ncol=2)
 
-    occupancy = [100.0 * p / num_pages for p in series["pages_in_use"]] if num_pages > 0 else series["pages_in_use"]
+    pages = series["pages_in_use"]
+    occupancy = [100.0 * p / num_pages for p in pages] if num_pages > 0 else pages
     ax_p.fill_between(x, occupancy, step="post", color="#66a61e", alpha=0.5)
     ax_p.step(x, occupancy, where="post", color="#66a61e")
     ax_p.set_ylim(0, 105)
@@ -115,7 +118,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("report", help="the JSON report of kvinfer serve --json")
     ap.add_argument("-o", "--output", default=None, help="the PNG to write (default: REPORT with .png)")
-    ap.add_argument("--x", choices=("step", "time"), default="step", help="the horizontal axis (default: step)")
+    ap.add_argument("--x", choices=("step", "time"), default="step",
+                    help="the horizontal axis (default: step)")
     ap.add_argument("--log", action="store_true",
                     help="a logarithmic time axis (decode steps stay visible beside long prefill steps)")
     ap.add_argument("--title", default=None, help="the figure's title")
