@@ -8,13 +8,13 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
-#include <numeric>
 #include <optional>
-#include <random>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "bench/common/gpu_json.hpp"
+#include "bench/common/page_table.hpp"
 #include "bench/common/report.hpp"
 #include "core/op_params.hpp"
 #include "cuda/page/append.hpp"
@@ -33,10 +33,8 @@ struct Pattern {
   std::vector<std::int32_t> append_lens;
 };
 
-Tensor to_device(const std::vector<std::int32_t>& v) {
-  Tensor host = Tensor::empty({std::int64_t(v.size())}, DType::kI32);
-  if (!v.empty()) std::memcpy(host.data(), v.data(), v.size() * 4);
-  return host.to(Device::cuda(0));
+Tensor to_device(std::span<const std::int32_t> v) {
+  return host_i32(v).to(Device::cuda(0));
 }
 
 struct Case {
@@ -60,21 +58,15 @@ struct Setup {
 Setup make_setup(const Pattern& pat, DType dtype, KVLayout layout, std::uint64_t seed) {
   Setup s;
   s.batch = std::int64_t(pat.append_lens.size());
-  std::vector<std::int32_t> append_indptr{0}, seq_lens, indptr{0}, last;
+  std::vector<std::int32_t> append_indptr{0}, seq_lens;
   for (std::int64_t b = 0; b < s.batch; ++b) {
     const std::int32_t prefix = std::int32_t((37 * b + 11) % 53);
-    const std::int32_t len = prefix + pat.append_lens[std::size_t(b)];
     append_indptr.push_back(append_indptr.back() + pat.append_lens[std::size_t(b)]);
-    seq_lens.push_back(len);
-    const std::int32_t pages = std::int32_t((len + kPageSize - 1) / kPageSize);
-    indptr.push_back(indptr.back() + pages);
-    last.push_back(pages == 0 ? 0 : len - (pages - 1) * std::int32_t(kPageSize));
+    seq_lens.push_back(prefix + pat.append_lens[std::size_t(b)]);
   }
+  const HostPageTable table = make_page_table(seq_lens, kPageSize, seed);
   s.nnz = append_indptr.back();
-  s.pages = indptr.back();
-  std::vector<std::int32_t> ids(std::size_t(s.pages));
-  std::iota(ids.begin(), ids.end(), 0);
-  std::shuffle(ids.begin(), ids.end(), std::mt19937_64(seed));
+  s.pages = table.num_pages();
 
   const Device gpu = Device::cuda(0);
   s.key = Tensor::empty({s.nnz, kHeads, kHeadDim}, dtype, gpu);
@@ -87,9 +79,9 @@ Setup make_setup(const Pattern& pat, DType dtype, KVLayout layout, std::uint64_t
   fill_random_bits(s.key.data(), s.key.nbytes(), seed + 1);
   fill_random_bits(s.value.data(), s.value.nbytes(), seed + 2);
   fill_random_bits(s.cache.data(), s.cache.nbytes(), seed + 3);
-  s.indptr = to_device(indptr);
-  s.indices = to_device(ids);
-  s.last_page_len = to_device(last);
+  s.indptr = to_device(table.indptr);
+  s.indices = to_device(table.indices);
+  s.last_page_len = to_device(table.last_page_len);
   s.batch_indices = Tensor::empty({s.nnz}, DType::kI32, gpu);
   s.positions = Tensor::empty({s.nnz}, DType::kI32, gpu);
   const Tensor append_indptr_d = to_device(append_indptr), seq_lens_d = to_device(seq_lens);
@@ -127,7 +119,11 @@ bool check_against_cpu(Setup& s, KVLayout layout, const std::optional<cuda::Appe
 }  // namespace
 
 int main(int argc, char** argv) try {
-  const Args args = parse_args(argc, argv);
+  const Args args = parse_args(
+      argc, argv,
+      {.description =
+           "append_paged_kv_cache on the GPU: bytes read + written / time against the copy bandwidth "
+           "of the same run (exit 2: a result differs from the CPU backend's)"});
   if (cuda_device_count() == 0) {
     std::fprintf(stderr, "bench_append: no GPU\n");
     return 1;

@@ -3,18 +3,19 @@
 // or 128 requests, each with a unique suffix of 256 tokens (Hq 32 / Hk 8, d 128,
 // page 16, bf16). MultiLevelCascadeAttention reads the prefix once for the whole
 // batch; plain paged decode of the same batch reads it once per request. Reports
-// both times and their ratio (target: cascade <= 1/10 of plain).
+// both times and their ratio (target: cascade <= 1/10 of plain). The levels are the
+// tests' description (tests/testing: LevelSpec).
 #include <cstdio>
 #include <exception>
-#include <numeric>
-#include <random>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "bench/common/gpu_json.hpp"
-#include "bench/common/host_tensor.hpp"
+#include "bench/common/page_table.hpp"
 #include "bench/common/report.hpp"
 #include "kvinfer/kvinfer.hpp"
+#include "testing/cascade_case.hpp"
 
 using namespace kvinfer;
 using namespace kvinfer::bench;
@@ -24,10 +25,50 @@ namespace {
 constexpr std::int64_t kHq = 32, kHk = 8, kD = 128, kPage = 16;
 constexpr std::int32_t kPrefix = 32768, kSuffix = 256;
 
+// The page tables of a cascade over one pool, one query row per request: per level
+// its subtrees' tables (pages taken from the pool level by level, subtree by
+// subtree) and the rows each subtree covers; and the plain table in which each
+// request lists its levels' pages in order.
+struct CascadeTables {
+  std::vector<HostPageTable> levels;
+  std::vector<std::vector<std::int32_t>> level_qo_indptr;
+  HostPageTable plain;
+};
+
+CascadeTables cascade_tables(const std::vector<testing::LevelSpec>& levels, std::int64_t batch,
+                             std::span<const std::int32_t> pool) {
+  CascadeTables t;
+  std::vector<std::vector<std::int32_t>> request_pages(static_cast<std::size_t>(batch));
+  std::vector<std::int64_t> request_len(static_cast<std::size_t>(batch), 0);
+  std::size_t next = 0;
+  for (const testing::LevelSpec& level : levels) {
+    HostPageTable& table = t.levels.emplace_back();
+    std::vector<std::int32_t>& rows = t.level_qo_indptr.emplace_back(1, 0);
+    for (std::size_t sub = 0; sub < level.lens.size(); ++sub) {
+      const auto n = std::size_t(pages_for(level.lens[sub], kPage));
+      const std::span<const std::int32_t> pages = pool.subspan(next, n);
+      next += n;
+      table.add(pages, level.lens[sub], kPage);
+      const int end = sub + 1 < level.first_request.size() ? level.first_request[sub + 1] : int(batch);
+      rows.push_back(end);
+      for (int r = level.first_request[sub]; r < end; ++r) {
+        request_pages[std::size_t(r)].insert(request_pages[std::size_t(r)].end(), pages.begin(), pages.end());
+        request_len[std::size_t(r)] += level.lens[sub];
+      }
+    }
+  }
+  for (std::int64_t r = 0; r < batch; ++r)
+    t.plain.add(request_pages[std::size_t(r)], request_len[std::size_t(r)], kPage);
+  return t;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
-  const Args args = parse_args(argc, argv);
+  const Args args = parse_args(
+      argc, argv,
+      {.description =
+           "Cascade decode on the GPU: a 32k-token prefix shared by a batch, against plain paged decode"});
   if (cuda_device_count() == 0) {
     std::fprintf(stderr, "bench_cascade: no GPU\n");
     return 1;
@@ -42,53 +83,48 @@ int main(int argc, char** argv) try {
   std::vector<std::int64_t> batches = {64, 128};
   if (args.quick) batches.resize(1);
   for (const std::int64_t batch : batches) {
+    // Level 0: one subtree, the prefix, for all requests; level 1: each request's suffix.
+    std::vector<testing::LevelSpec> levels(2);
+    levels[0] = {{0}, {kPrefix}};
+    for (std::int64_t b = 0; b < batch; ++b) {
+      levels[1].first_request.push_back(int(b));
+      levels[1].lens.push_back(kSuffix);
+    }
     // Pages: the prefix's first, then each request's suffix, in shuffled pool order.
-    const std::int32_t prefix_pages = kPrefix / kPage, suffix_pages = kSuffix / kPage;
-    const std::int64_t num_pages = prefix_pages + batch * suffix_pages;
-    std::vector<std::int32_t> ids(static_cast<std::size_t>(num_pages));
-    std::iota(ids.begin(), ids.end(), 0);
-    std::shuffle(ids.begin(), ids.end(), std::mt19937_64(7));
-    const std::vector<std::int32_t> prefix(ids.begin(), ids.begin() + prefix_pages);
+    const std::int64_t num_pages = pages_for(kPrefix, kPage) + batch * pages_for(kSuffix, kPage);
+    const CascadeTables tables = cascade_tables(levels, batch, page_pool(num_pages, 7));
     Tensor cache = Tensor::empty({num_pages, 2, kPage, kHk, kD}, DType::kBF16, gpu);
     fill_random_uniform(cache.data(), std::size_t(cache.numel()), RandomKind::kBF16, 1);
-    Tensor q = Tensor::empty({batch, kHq, kD}, DType::kBF16, gpu), out = Tensor::empty({batch, kHq, kD}, DType::kBF16, gpu);
+    Tensor q = Tensor::empty({batch, kHq, kD}, DType::kBF16, gpu),
+           out = Tensor::empty({batch, kHq, kD}, DType::kBF16, gpu);
     fill_random_uniform(q.data(), std::size_t(q.numel()), RandomKind::kBF16, 2);
     const PagedKVCache kv = PagedKVCache::combined(cache);
 
     // Plain decode: every request's table lists the prefix pages, then its own.
-    std::vector<std::int32_t> indptr{0}, indices, last;
-    // Cascade: level 0 is one subtree (the prefix) for all rows, level 1 one per request.
-    std::vector<std::int32_t> l1_indptr{0}, l1_indices, l1_last, rows{0};
-    for (std::int64_t b = 0; b < batch; ++b) {
-      indices.insert(indices.end(), prefix.begin(), prefix.end());
-      const auto own = ids.begin() + prefix_pages + b * suffix_pages;
-      indices.insert(indices.end(), own, own + suffix_pages);
-      l1_indices.insert(l1_indices.end(), own, own + suffix_pages);
-      indptr.push_back(std::int32_t(indices.size()));
-      l1_indptr.push_back(std::int32_t(l1_indices.size()));
-      last.push_back(kPage);
-      l1_last.push_back(kPage);
-      rows.push_back(std::int32_t(b + 1));
-    }
-    const Tensor p_indptr = host_i32(indptr), p_last = host_i32(last), p_indices = host_i32(indices).to(gpu);
+    const PageTableTensors plain_table = to_tensors(tables.plain, gpu);
     BatchDecodeWithPagedKVCache plain(gpu);
-    plain.plan({.page_table = {p_indptr, p_indices, p_last}, .num_qo_heads = kHq, .num_kv_heads = kHk,
-                .head_dim = kD, .page_size = kPage});
+    plain.plan({.page_table = plain_table.view(),
+                .num_qo_heads = kHq,
+                .num_kv_heads = kHk,
+                .head_dim = kD,
+                .page_size = kPage});
     const Timing t_plain =
         timer.time([&] { plain.run(q, kv, out, standalone); }, 3, std::max(args.runs, 20), true);
 
-    const Tensor l0_qo = host_i32({0, std::int32_t(batch)}), l0_indptr = host_i32({0, prefix_pages}),
-                 l0_last = host_i32({std::int32_t(kPage)}), l0_indices = host_i32(prefix).to(gpu);
-    const Tensor l1_qo = host_i32(rows), l1_ip = host_i32(l1_indptr), l1_ls = host_i32(l1_last),
-                 l1_ix = host_i32(l1_indices).to(gpu);
+    const Tensor l0_qo = host_i32(tables.level_qo_indptr[0]), l1_qo = host_i32(tables.level_qo_indptr[1]);
+    const PageTableTensors l0 = to_tensors(tables.levels[0], gpu), l1 = to_tensors(tables.levels[1], gpu);
     // The planner's split, then fixed ones: how much the prefix level's chunking costs.
-    for (const std::int64_t split : {std::int64_t(-1), std::int64_t(2048), std::int64_t(4096), std::int64_t(8192)}) {
+    for (const std::int64_t split :
+         {std::int64_t(-1), std::int64_t(2048), std::int64_t(4096), std::int64_t(8192)}) {
       const std::string name = std::to_string(batch) + " x (32k shared + 256)" +
                                (split > 0 ? " split" + std::to_string(split) : std::string());
       if (!args.selected(name)) continue;
       MultiLevelCascadeAttention cascade(2, gpu);
-      cascade.plan({.levels = {{l0_qo, {l0_indptr, l0_indices, l0_last}}, {l1_qo, {l1_ip, l1_ix, l1_ls}}},
-                    .num_qo_heads = kHq, .num_kv_heads = kHk, .head_dim = kD, .page_size = kPage,
+      cascade.plan({.levels = {{l0_qo, l0.view()}, {l1_qo, l1.view()}},
+                    .num_qo_heads = kHq,
+                    .num_kv_heads = kHk,
+                    .head_dim = kD,
+                    .page_size = kPage,
                     .split = {.fixed_split_size = split}});
       const Timing t_cascade =
           timer.time([&] { cascade.run(q, kv, out, standalone); }, 3, std::max(args.runs, 20), true);

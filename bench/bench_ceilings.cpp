@@ -11,7 +11,10 @@
 using namespace kvinfer::bench;
 
 int main(int argc, char** argv) try {
-  const Args args = parse_args(argc, argv);
+  const Args args = parse_args(
+      argc, argv,
+      {.description =
+           "The GPU ceilings every figure is quoted against: read and copy bandwidth, bf16 GEMM rate"});
   Report report("ceilings");
   const DeviceInfo dev = device_info();
   report.meta()["device"] = to_json(dev);

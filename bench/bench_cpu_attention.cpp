@@ -5,9 +5,13 @@
 // page 16, batch 16 x 4k, pages shuffled; also 1 x 32k and 64 x 1k) taking turns with
 // it, and ragged prefill (causal and not, GFLOP/s).
 //
-//   bench_cpu_attention [--json PATH] [--runs N] [--quick] [--read-gib G]
+// The shapes are the tests' case descriptions (bench/common/cases.hpp); --check runs
+// each through the test harness against the float64 oracle first.
+//
+//   bench_cpu_attention [--json PATH] [--runs N] [--quick] [--filter TEXT] [--check] [--read-gib G]
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,53 +19,30 @@
 #include <ctime>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
+#include "bench/common/args.hpp"
+#include "bench/common/case_metrics.hpp"
+#include "bench/common/cases.hpp"
+#include "bench/common/page_table.hpp"
 #include "cpu/isa.hpp"
 #include "cpu/thread_pool.hpp"
 #include "kvinfer/kvinfer.hpp"
 
 using namespace kvinfer;
+using namespace kvinfer::bench;
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-struct Args {
-  std::string json_path;
-  int runs = 10;
-  bool quick = false;
-  double read_gib = 1.0;
-};
-
-Args parse_args(int argc, char** argv) {
-  Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string s = argv[i];
-    auto next = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::runtime_error(fmt::format("{} needs a value", s));
-      return argv[++i];
-    };
-    if (s == "--json")
-      a.json_path = next();
-    else if (s == "--runs")
-      a.runs = std::max(1, std::stoi(next()));
-    else if (s == "--quick")
-      a.quick = true;
-    else if (s == "--read-gib")
-      a.read_gib = std::stod(next());
-    else
-      throw std::runtime_error(
-          fmt::format("unknown argument {} (--json PATH, --runs N, --quick, --read-gib G)", s));
-  }
-  return a;
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -154,88 +135,77 @@ class ReadCeiling {
 };
 
 // --------------------------------------------------------------- paged decode
-struct DecodeShape {
-  std::int64_t batch, kv_len, hq = 32, hk = 8, d = 128, page = 16;
-};
+testing::AttentionCase decode_shape(std::int64_t batch, std::int32_t kv_len) {
+  return decode_case(fmt::format("decode B{} L{}", batch, kv_len),
+                     std::vector<std::int32_t>(std::size_t(batch), kv_len), 32, 8, 128, 16);
+}
 
 class DecodeCase {
  public:
-  explicit DecodeCase(const DecodeShape& s) : s_(s) {
-    const std::int64_t pages_per_req = (s.kv_len + s.page - 1) / s.page;
-    const std::int64_t num_pages = s.batch * pages_per_req;
-    // A serving system's pool leaves each request's pages scattered: shuffle them.
-    ids_.resize(static_cast<std::size_t>(num_pages));
-    std::iota(ids_.begin(), ids_.end(), 0);
-    std::shuffle(ids_.begin(), ids_.end(), std::mt19937_64(7));
-    indptr_.push_back(0);
-    for (std::int64_t b = 0; b < s.batch; ++b) {
-      indptr_.push_back(std::int32_t((b + 1) * pages_per_req));
-      last_.push_back(std::int32_t(s.kv_len - (pages_per_req - 1) * s.page));
-    }
-    cache_ = Tensor::empty({num_pages, 2, s.page, s.hk, s.d}, DType::kBF16);
-    q_ = Tensor::empty({s.batch, s.hq, s.d}, DType::kBF16);
-    out_ = Tensor::empty({s.batch, s.hq, s.d}, DType::kBF16);
+  explicit DecodeCase(const testing::AttentionCase& c) : c_(c) {
+    // A serving system's pool leaves each request's pages scattered: shuffled.
+    table_ = make_page_table(c.kv_lens, c.page_size, 7);
+    const auto batch = std::int64_t(c.kv_lens.size());
+    cache_ = Tensor::empty({table_.num_pages(), 2, c.page_size, c.num_kv_heads, c.head_dim_qk}, DType::kBF16);
+    q_ = Tensor::empty({batch, c.num_qo_heads, c.head_dim_qk}, DType::kBF16);
+    out_ = Tensor::empty({batch, c.num_qo_heads, c.head_dim_vo}, DType::kBF16);
     fill_bf16(cache_, 1);
     fill_bf16(q_, 2);
-    const PageTable table{TensorView(indptr_.data(), DType::kI32, {s.batch + 1}),
-                          TensorView(ids_.data(), DType::kI32, {num_pages}),
-                          TensorView(last_.data(), DType::kI32, {s.batch})};
+    const PageTable table{TensorView(table_.indptr.data(), DType::kI32, {batch + 1}),
+                          TensorView(table_.indices.data(), DType::kI32, {table_.num_pages()}),
+                          TensorView(table_.last_page_len.data(), DType::kI32, {batch})};
     w_.plan({.page_table = table,
-             .num_qo_heads = s.hq,
-             .num_kv_heads = s.hk,
-             .head_dim = s.d,
-             .page_size = s.page});
+             .num_qo_heads = c.num_qo_heads,
+             .num_kv_heads = c.num_kv_heads,
+             .head_dim = c.head_dim_qk,
+             .page_size = c.page_size});
     run();  // warm-up
   }
   void run() { w_.run(q_, PagedKVCache::combined(cache_), out_); }
-  double bytes() const {
-    return double(s_.batch * s_.kv_len * s_.hk * s_.d * 2 * 2) + double(q_.nbytes() + out_.nbytes());
-  }
-  double flops() const { return double(s_.batch * s_.kv_len * s_.hq * s_.d * 2 * 2); }
-  const DecodeShape& shape() const { return s_; }
+  double bytes() const { return attention_kv_bytes(c_) + attention_qo_bytes(c_); }
+  double flops() const { return attention_flops(c_); }
+  const testing::AttentionCase& shape() const { return c_; }
 
  private:
-  DecodeShape s_;
-  std::vector<std::int32_t> ids_, indptr_, last_;
+  testing::AttentionCase c_;
+  HostPageTable table_;
   Tensor cache_, q_, out_;
   BatchDecodeWithPagedKVCache w_;
 };
 
 // --------------------------------------------------------------- ragged prefill
-struct PrefillShape {
-  std::int64_t batch, len;
-  bool causal;
-  std::int64_t hq = 32, hk = 8, d = 128;
-};
+testing::AttentionCase prefill_shape(std::int64_t batch, std::int32_t len, bool causal) {
+  return prefill_case(fmt::format("prefill {}x{} {}", batch, len, causal ? "causal" : "full"),
+                      testing::Wrapper::kRaggedPrefill, batch, len, 32, 8, 128, causal);
+}
 
-nlohmann::json bench_prefill(const PrefillShape& s, int runs) {
-  const std::int64_t nnz = s.batch * s.len;
+nlohmann::json bench_prefill(const testing::AttentionCase& c, int runs) {
+  const auto batch = std::int64_t(c.qo_lens.size());
+  const std::int64_t len = c.qo_lens[0], nnz = total_qo_len(c), hq = c.num_qo_heads, hk = c.num_kv_heads,
+                     d = c.head_dim_qk;
+  const bool causal = c.options.mask_mode == MaskMode::kCausal;
   std::vector<std::int32_t> indptr;
-  for (std::int64_t b = 0; b <= s.batch; ++b) indptr.push_back(std::int32_t(b * s.len));
-  Tensor q = Tensor::empty({nnz, s.hq, s.d}, DType::kBF16),
-         out = Tensor::empty({nnz, s.hq, s.d}, DType::kBF16);
-  Tensor k = Tensor::empty({nnz, s.hk, s.d}, DType::kBF16), v = Tensor::empty({nnz, s.hk, s.d}, DType::kBF16);
+  for (std::int64_t b = 0; b <= batch; ++b) indptr.push_back(std::int32_t(b * len));
+  Tensor q = Tensor::empty({nnz, hq, d}, DType::kBF16), out = Tensor::empty({nnz, hq, d}, DType::kBF16);
+  Tensor k = Tensor::empty({nnz, hk, d}, DType::kBF16), v = Tensor::empty({nnz, hk, d}, DType::kBF16);
   fill_bf16(q, 3);
   fill_bf16(k, 4);
   fill_bf16(v, 5);
-  const TensorView ind(indptr.data(), DType::kI32, {s.batch + 1});
+  const TensorView ind(indptr.data(), DType::kI32, {batch + 1});
   BatchPrefillWithRaggedKVCache w;
   w.plan({.qo_indptr = ind,
           .kv_indptr = ind,
-          .num_qo_heads = s.hq,
-          .num_kv_heads = s.hk,
-          .head_dim_qk = s.d,
-          .options = {.mask_mode = s.causal ? MaskMode::kCausal : MaskMode::kNone}});
+          .num_qo_heads = hq,
+          .num_kv_heads = hk,
+          .head_dim_qk = d,
+          .options = c.options});
   const std::vector<double> t = time_runs(runs, [&] { w.run(q, k, v, out); });
   const double sec = median(t);
-  // PERF.md: causal sum 2*(2*kv - qo)*qo*H*(Dqk + Dvo)/2, non-causal sum 2*kv*qo*H*(Dqk + Dvo).
-  const double per_req = s.causal ? double(2 * (2 * s.len - s.len) * s.len) * double(s.hq * 2 * s.d) / 2.0
-                                  : 2.0 * double(s.len * s.len) * double(s.hq * 2 * s.d);
-  const double flops = per_req * double(s.batch);
-  return {{"name", fmt::format("prefill {}x{} {}", s.batch, s.len, s.causal ? "causal" : "full")},
+  const double flops = attention_flops(c);
+  return {{"name", c.name},
           {"op", "ragged_prefill"},
-          {"shape", fmt::format("bf16, Hq {} / Hk {}, d {}, {} x {} tokens, {}", s.hq, s.hk, s.d, s.batch,
-                                s.len, s.causal ? "causal" : "no mask")},
+          {"shape", fmt::format("bf16, Hq {} / Hk {}, d {}, {} x {} tokens, {}", hq, hk, d, batch, len,
+                                causal ? "causal" : "no mask")},
           {"ms", sec * 1e3},
           {"ms_best", *std::min_element(t.begin(), t.end()) * 1e3},
           {"flops", flops},
@@ -260,7 +230,47 @@ std::string today() {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  const Args args = parse_args(argc, argv);
+  double read_gib = 1.0;
+  const Args args = parse_args(
+      argc, argv,
+      {.description = "CPU attention throughput (paged decode, ragged prefill) next to the memory read "
+                      "bandwidth measured in the same run",
+       .defaults = {.runs = 10},
+       .has_check = kHaveCheck,
+       .extra = [&](CLI::App& app) {
+         app.add_option("--read-gib", read_gib,
+                        "GiB streamed by the read ceiling (at least 1 unless --quick)")
+             ->check(CLI::Range(0.01, 64.0))
+             ->capture_default_str();
+       }});
+  std::vector<testing::AttentionCase> decode_cases, prefill_cases;
+  for (auto [b, l] :
+       args.quick ? std::vector<std::pair<std::int64_t, std::int32_t>>{{4, 1024}}
+                  : std::vector<std::pair<std::int64_t, std::int32_t>>{{16, 4096}, {1, 32768}, {64, 1024}}) {
+    decode_cases.push_back(decode_shape(b, l));
+  }
+  for (auto [b, l, causal] :
+       args.quick
+           ? std::vector<std::tuple<std::int64_t, std::int32_t, bool>>{{1, 256, true}}
+           : std::vector<std::tuple<std::int64_t, std::int32_t, bool>>{{2, 1024, true}, {2, 1024, false}}) {
+    prefill_cases.push_back(prefill_shape(b, l, causal));
+  }
+  for (auto* cases : {&decode_cases, &prefill_cases}) {
+    std::erase_if(*cases, [&](const testing::AttentionCase& c) { return !args.selected(c.name); });
+  }
+  // --check: the same descriptions through the test harness, against the oracle.
+  std::map<std::string, CheckResult> checks;
+  if constexpr (kHaveCheck) {
+    if (args.check) {
+      for (const auto* cases : {&decode_cases, &prefill_cases}) {
+        for (const testing::AttentionCase& c : *cases) {
+          const CheckResult r = check_case(c, Device::cpu());
+          fmt::print("check {:<24} {} {}\n", c.name, r.ok ? "ok" : "FAILED", r.summary);
+          checks.emplace(c.name, r);
+        }
+      }
+    }
+  }
   nlohmann::json report;
   report["bench"] = "bench_cpu_attention";
   report["device"] = {{"cpu", cpu_model()},
@@ -274,12 +284,9 @@ int main(int argc, char** argv) try {
   // The ceiling and the decode cases take turns, round after round, so that both
   // see the same machine (a shared machine's load changes from second to second);
   // the fraction compares their medians.
-  ReadCeiling ceiling(args.quick ? 0.25 : std::max(1.0, args.read_gib));
+  ReadCeiling ceiling(args.quick ? 0.25 : std::max(1.0, read_gib));
   std::vector<std::unique_ptr<DecodeCase>> decode;
-  for (const DecodeShape& s : args.quick ? std::vector<DecodeShape>{{4, 1024}}
-                                         : std::vector<DecodeShape>{{16, 4096}, {1, 32768}, {64, 1024}}) {
-    decode.push_back(std::make_unique<DecodeCase>(s));
-  }
+  for (const testing::AttentionCase& c : decode_cases) decode.push_back(std::make_unique<DecodeCase>(c));
   ceiling.run();
   const int rounds = args.quick ? 3 : std::max(args.runs, 5);
   std::vector<double> read_s;
@@ -300,29 +307,34 @@ int main(int argc, char** argv) try {
       ceiling.bytes() / double(1ll << 30), rounds, read_gbps, read_best);
 
   std::vector<nlohmann::json> rows;
+  const auto with_check = [&](nlohmann::json row) {
+    if (const auto it = checks.find(row["name"].get<std::string>()); it != checks.end()) {
+      row["check"] = {{"ok", it->second.ok}, {"summary", it->second.summary}};
+    }
+    return row;
+  };
   for (std::size_t c = 0; c < decode.size(); ++c) {
-    const DecodeShape& s = decode[c]->shape();
+    const testing::AttentionCase& s = decode[c]->shape();
     const double sec = median(decode_s[c]);
     const double best = *std::min_element(decode_s[c].begin(), decode_s[c].end());
     const double gbps = decode[c]->bytes() / sec / 1e9;
-    rows.push_back({{"name", fmt::format("decode B{} L{}", s.batch, s.kv_len)},
-                    {"op", "paged_decode"},
-                    {"shape", fmt::format("bf16 KV, Hq {} / Hk {}, d {}, page {}, batch {} x {}", s.hq, s.hk,
-                                          s.d, s.page, s.batch, s.kv_len)},
-                    {"ms", sec * 1e3},
-                    {"ms_best", best * 1e3},
-                    {"bytes", decode[c]->bytes()},
-                    {"gbps", gbps},
-                    {"gbps_best", decode[c]->bytes() / best / 1e9},
-                    {"gflops", decode[c]->flops() / sec / 1e9},
-                    {"fraction_of_read", gbps / read_gbps}});
+    rows.push_back(with_check(
+        {{"name", s.name},
+         {"op", "paged_decode"},
+         {"shape", fmt::format("bf16 KV, Hq {} / Hk {}, d {}, page {}, batch {} x {}", s.num_qo_heads,
+                               s.num_kv_heads, s.head_dim_qk, s.page_size, s.kv_lens.size(), s.kv_lens[0])},
+         {"ms", sec * 1e3},
+         {"ms_best", best * 1e3},
+         {"bytes", decode[c]->bytes()},
+         {"gbps", gbps},
+         {"gbps_best", decode[c]->bytes() / best / 1e9},
+         {"gflops", decode[c]->flops() / sec / 1e9},
+         {"fraction_of_read", gbps / read_gbps}}));
   }
   decode.clear();
   const int runs = args.quick ? 2 : args.runs;
-  for (const PrefillShape& s : args.quick ? std::vector<PrefillShape>{{1, 256, true}}
-                                          : std::vector<PrefillShape>{{2, 1024, true}, {2, 1024, false}}) {
-    rows.push_back(bench_prefill(s, std::max(1, runs / 3)));
-  }
+  for (const testing::AttentionCase& c : prefill_cases)
+    rows.push_back(with_check(bench_prefill(c, std::max(1, runs / 3))));
 
   fmt::print("{:<24} {:>10} {:>10} {:>10} {:>12}\n", "case", "ms", "GB/s", "GFLOP/s", "of read bw");
   for (const auto& r : rows) {
@@ -338,6 +350,9 @@ int main(int argc, char** argv) try {
     std::ofstream f(args.json_path);
     f << report.dump(2) << "\n";
     if (!f) throw std::runtime_error("cannot write " + args.json_path);
+  }
+  for (const auto& [name, r] : checks) {
+    if (!r.ok) return 1;
   }
   return 0;
 } catch (const std::exception& e) {

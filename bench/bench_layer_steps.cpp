@@ -9,13 +9,13 @@
 // decodes alone, back to back.
 #include <cstdio>
 #include <exception>
-#include <numeric>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "bench/common/case_metrics.hpp"
+#include "bench/common/cases.hpp"
 #include "bench/common/gpu_json.hpp"
-#include "bench/common/host_tensor.hpp"
+#include "bench/common/page_table.hpp"
 #include "bench/common/report.hpp"
 #include "kvinfer/kvinfer.hpp"
 #include "kvinfer/ops/page.hpp"
@@ -43,21 +43,21 @@ Step make_step(std::int64_t batch, std::int64_t len, std::uint64_t seed) {
   s.batch = batch;
   s.len = len;
   const Device gpu = Device::cuda(0);
-  const std::int64_t pages_per = (len + kPage - 1) / kPage, pages = batch * pages_per;
-  std::vector<std::int32_t> indptr{0}, last, ids(std::size_t(pages), 0), bi, pos;
+  // One layer's decode as the tests describe it; every layer has the same shape.
+  const testing::AttentionCase c =
+      decode_case("", std::vector<std::int32_t>(std::size_t(batch), std::int32_t(len)), kHq, kHk, kD, kPage);
+  const HostPageTable table = make_page_table(c.kv_lens, kPage, seed);  // a serving pool's order
+  const std::int64_t pages = table.num_pages();
+  std::vector<std::int32_t> bi, pos;
   for (std::int64_t b = 0; b < batch; ++b) {
-    indptr.push_back(indptr.back() + std::int32_t(pages_per));
-    last.push_back(std::int32_t(len - (pages_per - 1) * kPage));
     bi.push_back(std::int32_t(b));
     pos.push_back(std::int32_t(len - 1));  // the new token is the request's last
   }
-  std::iota(ids.begin(), ids.end(), 0);
-  std::shuffle(ids.begin(), ids.end(), std::mt19937_64(seed));  // a serving pool's order
-  s.indptr_host = host_i32(indptr);
-  s.last_host = host_i32(last);
+  s.indptr_host = host_i32(table.indptr);
+  s.last_host = host_i32(table.last_page_len);
   s.indptr = s.indptr_host.to(gpu);
   s.last = s.last_host.to(gpu);
-  s.indices = host_i32(ids).to(gpu);
+  s.indices = host_i32(table.indices).to(gpu);
   s.batch_indices = host_i32(bi).to(gpu);
   s.positions = host_i32(pos).to(gpu);
   for (int l = 0; l < kLayers; ++l) {
@@ -80,7 +80,7 @@ Step make_step(std::int64_t batch, std::int64_t len, std::uint64_t seed) {
                            .head_dim = kD,
                            .page_size = kPage});
   }
-  s.kv_bytes = 2.0 * double(batch * len * kHk * kD) * 2.0;
+  s.kv_bytes = attention_kv_bytes(c);
   return s;
 }
 
@@ -101,7 +101,10 @@ void run_layers(Step& s, bool append, bool pdl, Stream stream) {
 }  // namespace
 
 int main(int argc, char** argv) try {
-  const Args args = parse_args(argc, argv);
+  const Args args = parse_args(
+      argc, argv,
+      {.description = "A decode step through 8 layers (append, then decode, per layer), with and without "
+                      "programmatic dependent launch"});
   if (cuda_device_count() == 0) {
     std::fprintf(stderr, "bench_layer_steps: no GPU\n");
     return 1;

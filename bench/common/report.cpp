@@ -2,39 +2,10 @@
 #include "bench/common/report.hpp"
 
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
 #include <stdexcept>
-#include <string_view>
 
 namespace kvinfer::bench {
-
-Args parse_args(int argc, char** argv) {
-  Args a;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw std::invalid_argument(std::string(arg) + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "--json") {
-      a.json_path = value();
-    } else if (arg == "--runs") {
-      a.runs = std::atoi(value().c_str());
-    } else if (arg == "--quick") {
-      a.quick = true;
-    } else if (arg == "--filter") {
-      a.filter = value();
-    } else if (arg == "-h" || arg == "--help") {
-      std::printf("usage: %s [--json PATH] [--runs N] [--quick] [--filter TEXT]\n", argv[0]);
-      std::exit(0);
-    } else {
-      throw std::invalid_argument("unknown argument " + std::string(arg));
-    }
-  }
-  if (a.runs < 1) a.runs = 1;
-  return a;
-}
 
 namespace {
 

@@ -8,17 +8,9 @@
 #include <string>
 #include <vector>
 
-namespace kvinfer::bench {
+#include "bench/common/args.hpp"
 
-struct Args {
-  std::string json_path;  // --json PATH
-  int runs = 30;          // --runs N (timed runs per case, >= 20 for reported figures)
-  bool quick = false;     // --quick: fewer and smaller cases (smoke runs)
-  std::string filter;     // --filter TEXT: only cases whose name contains TEXT (benchmarks
-                          // with named cases; for profiling one case)
-  bool selected(const std::string& name) const { return filter.empty() || name.find(filter) != std::string::npos; }
-};
-Args parse_args(int argc, char** argv);
+namespace kvinfer::bench {
 
 class Report {
  public:

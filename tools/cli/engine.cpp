@@ -205,6 +205,10 @@ std::int64_t Engine::kv_cache_bytes() const {
   return std::int64_t(impl_->cache.nbytes());
 }
 
+void Engine::set_on_layer(std::function<void(int layer)> on_layer) {
+  impl_->opt.on_layer = std::move(on_layer);
+}
+
 StepStats Engine::run_step(const StepBatch& batch, OracleCheck* check) {
   ++impl_->step_index;
   return impl_->mla ? impl_->run_mla(batch, check) : impl_->run_gqa(batch, check);
@@ -395,6 +399,7 @@ StepStats Engine::Impl::run_gqa(const StepBatch& batch, OracleCheck* check) {
     }
     if (check && check->wants(step_index, layer))
       check->check_gqa(batch.step, layer, q, out_rows, lse_rows, kv, segments);
+    if (opt.on_layer) opt.on_layer(layer);
   }
   collect_spans(st);
   const double layers = model.num_layers;
@@ -488,7 +493,8 @@ StepStats Engine::Impl::run_mla(const StepBatch& batch, OracleCheck* check) {
   };
   if (prefill_rows > 0) {
     plan_mla(mla_prefill, prefill_qo_indptr.on_host(),
-             {prefill_table.indptr.on_host(), prefill_table.indices.on(dev), {}}, mla_prefill_kv_len.on_host());
+             {prefill_table.indptr.on_host(), prefill_table.indices.on(dev), {}},
+             mla_prefill_kv_len.on_host());
   }
   if (decode_rows > 0) {
     plan_mla(mla_decode, mla_decode_qo_indptr.on_host(),
@@ -523,6 +529,7 @@ StepStats Engine::Impl::run_mla(const StepBatch& batch, OracleCheck* check) {
     if (check && check->wants(step_index, layer)) {
       check->check_mla(batch.step, layer, q_nope, q_pe, out_rows, lse_rows, kv, segments);
     }
+    if (opt.on_layer) opt.on_layer(layer);
   }
   collect_spans(st);
   const double layers = model.num_layers;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "kvinfer/kvinfer.hpp"
@@ -24,6 +25,9 @@ struct EngineOptions {
   std::int64_t max_step_rows = 0;  // query rows of one step (prefill + decode)
   bool cascade = true;             // decode groups sharing a prefix through MultiLevelCascadeAttention
   std::uint64_t seed = 1;
+  // Called after each layer of a step with its index (the progress bar moves within
+  // long steps); on a GPU the layer's work is then enqueued, not necessarily done.
+  std::function<void(int layer)> on_layer;
 };
 
 // What one step did, summed over the layers.
@@ -44,6 +48,7 @@ class Engine {
   StepStats run_step(const StepBatch& batch, OracleCheck* check);
 
   std::int64_t kv_cache_bytes() const;  // all layers
+  void set_on_layer(std::function<void(int layer)> on_layer);
 
  private:
   struct Impl;

@@ -2,16 +2,9 @@
 #include "report.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <numeric>
-
-#include "input_error.hpp"
 
 namespace kvinfer::cli {
 namespace {
@@ -33,10 +26,6 @@ double ratio(double a, double b) {
   return b > 0 ? a / b : 0;
 }
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 nlohmann::json phase(double total_s, const std::vector<double>& step_ms, double flops, double bytes) {
   return {{"total_s", total_s},
           {"steps", step_ms.size()},
@@ -51,17 +40,29 @@ nlohmann::json phase(double total_s, const std::vector<double>& step_ms, double 
 
 }  // namespace
 
-void RunMetrics::add(const StepBatch& batch, const StepStats& s) {
+void RunMetrics::add(const StepBatch& batch, const StepStats& s, std::int32_t pages_in_use, double step_s,
+                     double end_s) {
   ++steps;
+  const auto requests =
+      std::int64_t(batch.decode.size()) + std::count_if(batch.prefill.begin(), batch.prefill.end(),
+                                                        [](const PrefillWork& w) { return w.sequence >= 0; });
+  series.step.push_back(batch.step);
+  series.batch.push_back(requests);
+  series.prefill_tokens.push_back(batch.prefill_tokens());
+  series.decode_tokens.push_back(std::int64_t(batch.decode.size()));
+  series.pages_in_use.push_back(pages_in_use);
+  series.t_s.push_back(end_s);
+  series.step_ms.push_back(step_s * 1e3);
+  series.plan_ms.push_back(s.plan_s * 1e3);
+  series.append_ms.push_back(s.append_s * 1e3);
+  series.prefill_ms.push_back(s.prefill_s * 1e3);
+  series.decode_ms.push_back(s.decode_s * 1e3);
   for (const PrefillWork& w : batch.prefill) {
     prompt_tokens += w.qo_len;
     if (w.sequence >= 0) ++generated_tokens;
   }
   generated_tokens += std::int64_t(batch.decode.size());
-  peak_batch = std::max<std::int64_t>(
-      peak_batch, std::int64_t(batch.decode.size()) +
-                      std::count_if(batch.prefill.begin(), batch.prefill.end(),
-                                    [](const PrefillWork& w) { return w.sequence >= 0; }));
+  peak_batch = std::max(peak_batch, requests);
   plan_s += s.plan_s;
   append_s += s.append_s;
   prefill_s += s.prefill_s;
@@ -120,6 +121,20 @@ nlohmann::json make_report(const RunMetrics& m, const ReportContext& c) {
                   {"e2e_s_mean", mean(e2e)},
                   {"e2e_s_p99", percentile(e2e, 0.99)}};
   r["check"] = c.check;
+  // Columns of equal length, one entry per step: batch = requests in the step (prefill
+  // and decode), tokens = query rows; times in ms, all layers (device time on a GPU).
+  const RunMetrics::Series& s = m.series;
+  r["series"] = {{"step", s.step},
+                 {"t_s", s.t_s},
+                 {"batch", s.batch},
+                 {"prefill_tokens", s.prefill_tokens},
+                 {"decode_tokens", s.decode_tokens},
+                 {"step_ms", s.step_ms},
+                 {"plan_ms", s.plan_ms},
+                 {"append_ms", s.append_ms},
+                 {"prefill_ms", s.prefill_ms},
+                 {"decode_ms", s.decode_ms},
+                 {"pages_in_use", s.pages_in_use}};
   return r;
 }
 
@@ -173,61 +188,6 @@ void print_report(const nlohmann::json& r, const ReportContext& c) {
         ck["max_err_o"].get<double>(), ck["max_err_lse"].get<double>(), ck["atol"].get<double>(),
         ck["rtol"].get<double>());
   }
-}
-
-void check_writable(const std::string& path) {
-  namespace fs = std::filesystem;
-  const fs::path p(path);
-  const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec)) {
-    throw InputError(fmt::format("--json = {}: directory {} does not exist", path, dir.string()));
-  }
-  if (fs::is_directory(p, ec)) throw InputError(fmt::format("--json = {}: is a directory", path));
-  if (::access(dir.c_str(), W_OK) != 0)
-    throw InputError(fmt::format("--json = {}: cannot write into {}", path, dir.string()));
-}
-
-void write_json_atomic(const std::string& path, const nlohmann::json& report) {
-  const std::string tmp = fmt::format("{}.tmp-{}", path, ::getpid());
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << report.dump(2) << "\n";
-    f.flush();
-    if (!f) {
-      std::remove(tmp.c_str());
-      throw InputError(fmt::format("--json = {}: writing {} failed", path, tmp));
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    throw InputError(fmt::format("--json = {}: {}", path, ec.message()));
-  }
-}
-
-Progress::Progress(bool enabled) : enabled_(enabled && ::isatty(::fileno(stderr))) {}
-
-void Progress::update(const Scheduler& s, const RunMetrics& m, std::int32_t pages_in_use,
-                      std::int32_t num_pages, bool force) {
-  if (!enabled_) return;
-  const double t = now_s();
-  if (!force && last_ >= 0 && t - last_ < 0.1) return;
-  last_ = t;
-  const std::string line =
-      fmt::format("step {:>6} | running {:>4} waiting {:>4} done {:>5}/{} | pages {:>6}/{} | {:.0f} tokens/s",
-                  m.steps, s.num_running(), s.num_waiting(), s.num_finished(), s.num_requests(), pages_in_use,
-                  num_pages, ratio(double(m.prompt_tokens + m.generated_tokens), m.wall_s));
-  width_ = std::max(width_, line.size());
-  fmt::print(stderr, "\r{:<{}}", line, width_);
-  std::fflush(stderr);
-}
-
-void Progress::finish() {
-  if (!enabled_ || width_ == 0) return;
-  fmt::print(stderr, "\r{:<{}}\r", "", width_);
-  std::fflush(stderr);
 }
 
 }  // namespace kvinfer::cli

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// What `kvinfer serve` measures and reports: totals over the steps, the report
-// printed at the end, its JSON form (written atomically: a temporary file renamed
-// into place, so a failed run leaves nothing half-written), and the one-line
-// progress display on a terminal.
+// What `kvinfer serve` measures and reports: totals over the steps, the series of
+// every step (for plots: tools/plot/plot_serve.py), the report printed at the end and
+// its JSON form.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +24,16 @@ struct RunMetrics {
   double prefill_flops = 0, prefill_bytes = 0, decode_flops = 0, decode_bytes = 0;
   std::vector<double> prefill_step_ms, decode_step_ms;  // attention time of each step, all layers
 
-  void add(const StepBatch& batch, const StepStats& stats);
+  // One entry per step, in order: the report's "series".
+  struct Series {
+    std::vector<std::int64_t> step, batch, prefill_tokens, decode_tokens, pages_in_use;
+    std::vector<double> t_s, step_ms, plan_ms, append_ms, prefill_ms, decode_ms;
+  } series;
+
+  // After a step: its batch, what it did, the pages in use during it (before the
+  // finished requests' pages return) and its wall time.
+  void add(const StepBatch& batch, const StepStats& stats, std::int32_t pages_in_use, double step_s,
+           double end_s);
 };
 
 // Everything the report shows besides the metrics.
@@ -41,26 +49,5 @@ struct ReportContext {
 
 nlohmann::json make_report(const RunMetrics& m, const ReportContext& c);
 void print_report(const nlohmann::json& report, const ReportContext& c);
-
-// Fails early (InputError) when `path` cannot be written, so that a long run does not
-// end without its report.
-void check_writable(const std::string& path);
-// Writes `report` to path.tmp-PID, then renames it to `path`.
-void write_json_atomic(const std::string& path, const nlohmann::json& report);
-
-// A one-line status on stderr, redrawn at most ten times a second; off when stderr is
-// not a terminal.
-class Progress {
- public:
-  explicit Progress(bool enabled);
-  void update(const Scheduler& s, const RunMetrics& m, std::int32_t pages_in_use, std::int32_t num_pages,
-              bool force = false);
-  void finish();
-
- private:
-  bool enabled_;
-  double last_ = -1;
-  std::size_t width_ = 0;
-};
 
 }  // namespace kvinfer::cli

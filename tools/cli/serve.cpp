@@ -9,18 +9,24 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
+#include <mutex>
 #include <new>
 #include <optional>
+#include <system_error>
 #include <thread>
 
 #include "commands.hpp"
 #include "engine.hpp"
+#include "files.hpp"
+#include "flags.hpp"
 #include "input_error.hpp"
 #include "kvinfer/kvinfer.hpp"
 #include "model_preset.hpp"
 #include "oracle_check.hpp"
 #include "page_allocator.hpp"
+#include "progress.hpp"
 #include "report.hpp"
 #include "scheduler.hpp"
 #include "trace.hpp"
@@ -53,39 +59,76 @@ struct ServeArgs {
   std::uint64_t seed = 1;
 };
 
-std::pair<std::int32_t, std::int32_t> parse_range(const std::string& flag, const std::string& text) {
-  const auto colon = text.find(':');
-  auto parse = [&](std::string_view s) {
-    std::int32_t v = 0;
-    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (s.empty() || ec != std::errc() || p != s.data() + s.size()) {
-      throw InputError(fmt::format("{} = {}: must be N or MIN:MAX (integers)", flag, text));
+// Token counts of the synthetic traces' ranges (as trace files: trace.cpp).
+const Bounds<std::int32_t> kTokenBounds{1, 1 << 20};
+
+int hardware_threads() {
+  return int(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+// More threads than this are a mistake, not a configuration: a thread per unit of
+// work (--threads 100000) exhausted the machine's process limit.
+Bounds<int> thread_bounds() {
+  const int cores = hardware_threads();
+  return {0, 4 * cores, false, fmt::format("0: all {} cores; at most 4x the cores", cores)};
+}
+
+// The threads the CPU backend will start, started once here and released: a machine
+// that cannot start them (a process or memory limit) is told apart before any work,
+// with the flag to lower, instead of failing inside the thread pool.
+void check_threads_start(const std::string& flag, int threads) {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false;
+  std::vector<std::thread> started;
+  started.reserve(std::size_t(std::max(threads - 1, 0)));
+  std::string failure;
+  try {
+    for (int i = 1; i < threads; ++i) {
+      started.emplace_back([&] {
+        std::unique_lock lock(mu);
+        cv.wait(lock, [&] { return release; });
+      });
     }
-    return v;
-  };
-  if (colon == std::string::npos) {
-    const std::int32_t v = parse(text);
-    return {v, v};
+  } catch (const std::system_error& e) {
+    failure = e.what();
   }
-  return {parse(std::string_view(text).substr(0, colon)), parse(std::string_view(text).substr(colon + 1))};
+  {
+    std::lock_guard lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  for (std::thread& t : started) t.join();
+  if (!failure.empty()) {
+    throw InputError(fmt::format(
+        "{} = {}: cannot start the threads: {} of {} started ({}); lower {} or raise the process limits",
+        flag, threads, started.size() + 1, threads, failure, flag));
+  }
 }
 
 // Why the CUDA backend cannot serve `model` (empty when it can): a one-request
 // prefill and decode of the model's shape is attempted on the GPU, so the answer
 // follows the kernels actually compiled in rather than a list kept here.
-std::string cuda_cannot_serve(const ModelShape& model) {
-  const Device gpu = Device::cuda(0);
+std::string cuda_cannot_serve(const ModelShape& model, Device gpu) {
   try {
     if (model.kind == AttentionKind::kMla) {
       const std::int64_t h = model.num_qo_heads, dc = model.head_dim_ckv, dp = model.head_dim_kpe;
       std::int32_t qo[] = {0, 2}, kvp[] = {0, 1}, lens[] = {2};
       const Tensor ids = Tensor::zeros({1}, DType::kI32, gpu);
       BatchMLAPagedAttention w(gpu);
-      w.plan({.qo_indptr = TensorView(qo, DType::kI32, {2}), .kv_indptr = TensorView(kvp, DType::kI32, {2}),
-              .kv_indices = ids, .kv_len = TensorView(lens, DType::kI32, {1}), .num_heads = h, .head_dim_ckv = dc,
-              .head_dim_kpe = dp, .page_size = 16, .sm_scale = model.sm_scale(), .q_dtype = model.q_dtype,
+      w.plan({.qo_indptr = TensorView(qo, DType::kI32, {2}),
+              .kv_indptr = TensorView(kvp, DType::kI32, {2}),
+              .kv_indices = ids,
+              .kv_len = TensorView(lens, DType::kI32, {1}),
+              .num_heads = h,
+              .head_dim_ckv = dc,
+              .head_dim_kpe = dp,
+              .page_size = 16,
+              .sm_scale = model.sm_scale(),
+              .q_dtype = model.q_dtype,
               .kv_dtype = model.kv_dtype});
-      const Tensor q_nope = Tensor::zeros({2, h, dc}, model.q_dtype, gpu), out = Tensor::zeros({2, h, dc}, model.q_dtype, gpu);
+      const Tensor q_nope = Tensor::zeros({2, h, dc}, model.q_dtype, gpu),
+                   out = Tensor::zeros({2, h, dc}, model.q_dtype, gpu);
       const Tensor q_pe = dp ? Tensor::zeros({2, h, dp}, model.q_dtype, gpu) : Tensor();
       const Tensor ckv = Tensor::zeros({1, 16, dc}, model.kv_dtype, gpu);
       const Tensor kpe = dp ? Tensor::zeros({1, 16, dp}, model.kv_dtype, gpu) : Tensor();
@@ -96,13 +139,24 @@ std::string cuda_cannot_serve(const ModelShape& model) {
     const Tensor ids = Tensor::zeros({1}, DType::kI32, gpu);
     const PageTable table{TensorView(indptr, DType::kI32, {2}), ids, TensorView(last, DType::kI32, {1})};
     BatchPrefillWithPagedKVCache prefill(gpu);
-    prefill.plan({.qo_indptr = TensorView(qo, DType::kI32, {2}), .page_table = table,
-                  .num_qo_heads = model.num_qo_heads, .num_kv_heads = model.num_kv_heads, .head_dim = model.head_dim,
-                  .page_size = 16, .options = {.mask_mode = MaskMode::kCausal}, .q_dtype = model.q_dtype,
-                  .kv_dtype = model.kv_dtype, .o_dtype = model.q_dtype});
+    prefill.plan({.qo_indptr = TensorView(qo, DType::kI32, {2}),
+                  .page_table = table,
+                  .num_qo_heads = model.num_qo_heads,
+                  .num_kv_heads = model.num_kv_heads,
+                  .head_dim = model.head_dim,
+                  .page_size = 16,
+                  .options = {.mask_mode = MaskMode::kCausal},
+                  .q_dtype = model.q_dtype,
+                  .kv_dtype = model.kv_dtype,
+                  .o_dtype = model.q_dtype});
     BatchDecodeWithPagedKVCache decode(gpu);
-    decode.plan({.page_table = table, .num_qo_heads = model.num_qo_heads, .num_kv_heads = model.num_kv_heads,
-                 .head_dim = model.head_dim, .page_size = 16, .q_dtype = model.q_dtype, .kv_dtype = model.kv_dtype,
+    decode.plan({.page_table = table,
+                 .num_qo_heads = model.num_qo_heads,
+                 .num_kv_heads = model.num_kv_heads,
+                 .head_dim = model.head_dim,
+                 .page_size = 16,
+                 .q_dtype = model.q_dtype,
+                 .kv_dtype = model.kv_dtype,
                  .o_dtype = model.q_dtype});
     return {};
   } catch (const Error& e) {
@@ -110,25 +164,38 @@ std::string cuda_cannot_serve(const ModelShape& model) {
   }
 }
 
-// auto: the GPU when the CUDA backend is built, a GPU is found and its kernels
-// serve the model; otherwise the CPU, saying why.
+// cpu, cuda (= cuda:0), cuda:N, or auto: the GPU when the CUDA backend is built, a
+// GPU is found and its kernels serve the model; otherwise the CPU, saying why.
 Device resolve_device(const std::string& name, const ModelShape& model) {
   if (name == "cpu") return Device::cpu();
   if (name == "auto") {
     if (default_device().is_cpu()) return Device::cpu();
-    const std::string why = cuda_cannot_serve(model);
+    const std::string why = cuda_cannot_serve(model, Device::cuda(0));
     if (why.empty()) return Device::cuda(0);
     fmt::print(stderr, "kvinfer serve: --device auto runs on the CPU: {}\n", why);
     return Device::cpu();
   }
-  if (name == "cuda") {
-    if (!cuda_backend_built()) {
-      throw InputError("--device = cuda: this build has no CUDA backend (configure with -DKVINFER_CUDA=ON)");
+  int index = 0;
+  if (name != "cuda") {
+    const std::string_view n(name);
+    const bool prefixed = n.starts_with("cuda:") && n.size() > 5;
+    const auto [end, ec] =
+        prefixed ? std::from_chars(n.data() + 5, n.data() + n.size(), index) : std::from_chars_result{};
+    if (!prefixed || ec != std::errc() || end != n.data() + n.size() || index < 0) {
+      throw InputError(fmt::format("--device = {}: must be cpu, cuda, cuda:N (N >= 0) or auto", name));
     }
-    if (cuda_device_count() == 0) throw InputError("--device = cuda: no GPU found");
-    return Device::cuda(0);
   }
-  throw InputError(fmt::format("--device = {}: must be cpu, cuda or auto", name));
+  if (!cuda_backend_built()) {
+    throw InputError(fmt::format(
+        "--device = {}: this build has no CUDA backend (configure with -DKVINFER_CUDA=ON)", name));
+  }
+  const int count = cuda_device_count();
+  if (count == 0) throw InputError(fmt::format("--device = {}: no GPU found", name));
+  if (index >= count) {
+    throw InputError(fmt::format("--device = {}: no such GPU ({} found: cuda:0{})", name, count,
+                                 count > 1 ? fmt::format(" to cuda:{}", count - 1) : ""));
+  }
+  return Device::cuda(index);
 }
 
 void print_catalogue() {
@@ -136,6 +203,25 @@ void print_catalogue() {
   for (const ModelPresetInfo& p : model_presets()) fmt::print("  {:<12} {}\n", p.name, p.summary);
   fmt::print("synthetic traces (--trace):\n");
   for (const TraceInfo& t : synthetic_traces()) fmt::print("  {:<14} {}\n", t.name, t.summary);
+}
+
+// The prompt and generated tokens a run processes, the progress bar's 100%: each
+// request's prompt and generated tokens, a shared prefix's whole pages once per group
+// (exact while a group's prefix stays in the pool; it is filled again after all of
+// its members finished, which the bar absorbs by stopping short of 100%).
+std::int64_t expected_tokens(const Trace& t, const SchedulerOptions& o) {
+  std::int64_t total = 0;
+  std::vector<std::int32_t> group_shared(t.prefix_groups.size(), 0);
+  for (const TraceRequest& r : t.requests) {
+    total += std::int64_t(r.prompt_len) + r.gen_len;
+    if (o.share_prefixes && r.prefix_group >= 0) {
+      const std::int32_t shared = r.prefix_len / o.page_size * o.page_size;
+      total -= shared;
+      group_shared[std::size_t(r.prefix_group)] = shared;
+    }
+  }
+  for (std::int32_t shared : group_shared) total += shared;
+  return total;
 }
 
 std::string trace_line(const Trace& t) {
@@ -163,24 +249,24 @@ int run_serve(const ServeArgs& a) {
     print_catalogue();
     return kExitOk;
   }
-  // ---- configuration (every check before anything is allocated or run)
-  if (a.threads < 0) throw InputError(fmt::format("--threads = {}: must be >= 1 (0: all cores)", a.threads));
-  if (a.threads > 0) ::setenv("KVINFER_NUM_THREADS", std::to_string(a.threads).c_str(), 1);
+  // ---- configuration (every check before anything is allocated or run; the flags'
+  // ranges are checked as they are parsed: flags.hpp)
+  int threads = a.threads;
+  if (threads == 0) {
+    // The library reads KVINFER_NUM_THREADS itself: held to the flag's bounds here.
+    if (const char* env = std::getenv("KVINFER_NUM_THREADS"); env != nullptr && *env != '\0') {
+      threads = parse_number("KVINFER_NUM_THREADS", env, thread_bounds());
+    }
+  }
+  if (threads == 0) threads = hardware_threads();
+  ::setenv("KVINFER_NUM_THREADS", std::to_string(threads).c_str(), 1);
   const ModelShape model = make_model(a.preset, a.model);
   const Device device = resolve_device(a.device, model);
+  if (device.is_cpu()) check_threads_start(a.threads > 0 ? "--threads" : "KVINFER_NUM_THREADS", threads);
   const bool mla = model.kind == AttentionKind::kMla;
   const std::int32_t page_size = a.page_size.value_or(mla ? 64 : 16);
-  if (page_size < 1 || page_size > 1024)
-    throw InputError(fmt::format("--page-size = {}: must be in [1, 1024]", page_size));
-  if (a.max_batch < 1) throw InputError(fmt::format("--max-batch = {}: must be at least 1", a.max_batch));
-  if (a.max_prefill_tokens < 1) {
-    throw InputError(fmt::format("--max-prefill-tokens = {}: must be at least 1", a.max_prefill_tokens));
-  }
-  if (a.check_every < 1)
-    throw InputError(fmt::format("--check-every = {}: must be at least 1", a.check_every));
-  if (!(a.kv_memory_mib > 0))
-    throw InputError(fmt::format("--kv-memory = {}: must be positive (MiB)", a.kv_memory_mib));
-  if (!a.json_path.empty()) check_writable(a.json_path);
+  std::optional<OutputTarget> json_target;
+  if (!a.json_path.empty()) json_target = check_output_path("--json", a.json_path);
 
   Trace trace;
   if (!a.trace_file.empty()) {
@@ -189,22 +275,21 @@ int run_serve(const ServeArgs& a) {
     SyntheticTraceOptions o = a.synthetic;
     o.name = a.trace;
     o.seed = a.seed;
-    std::tie(o.prompt_min, o.prompt_max) = parse_range("--prompt-len", a.prompt_len);
-    std::tie(o.gen_min, o.gen_max) = parse_range("--gen-len", a.gen_len);
+    std::tie(o.prompt_min, o.prompt_max) = parse_int_range("--prompt-len", a.prompt_len, kTokenBounds);
+    std::tie(o.gen_min, o.gen_max) = parse_int_range("--gen-len", a.gen_len, kTokenBounds);
     trace = make_synthetic_trace(o);
   }
 
   // ---- page pool: as given, or enough to hold the whole trace at once within --kv-memory
   const std::int64_t page_bytes =
       std::int64_t(page_size) * model.kv_bytes_per_token_layer() * model.num_layers;
+  // --kv-memory is bounded (flags): the page count stays a finite int64.
   const auto budget_pages = std::int64_t(a.kv_memory_mib * double(1 << 20) / double(page_bytes));
   SchedulerOptions so{.page_size = page_size,
                       .max_batch = a.max_batch,
                       .max_prefill_tokens = a.max_prefill_tokens,
                       .share_prefixes = !a.no_prefix_sharing};
   std::int64_t num_pages = a.num_pages;
-  if (num_pages < 0)
-    throw InputError(fmt::format("--num-pages = {}: must be positive (0: automatic)", num_pages));
   if (num_pages == 0) {
     std::int64_t all = 0;
     for (const TraceRequest& r : trace.requests) all += pages_needed(r, so);
@@ -214,8 +299,6 @@ int run_serve(const ServeArgs& a) {
                                  num_pages, double(num_pages * page_bytes) / double(1 << 20),
                                  a.kv_memory_mib));
   }
-  if (num_pages > std::int64_t(1) << 30)
-    throw InputError(fmt::format("--num-pages = {}: at most 2^30", num_pages));
 
   PageAllocator pool(std::int32_t(num_pages), a.seed);
   Scheduler scheduler(trace, so, pool);  // throws when a request can never fit
@@ -240,10 +323,6 @@ int run_serve(const ServeArgs& a) {
   if (a.check) check.emplace(model, page_size, a.check_every);
   if (check && a.check_inject_fault) check->inject_fault();
 
-  const char* env_threads = std::getenv("KVINFER_NUM_THREADS");
-  const int threads = env_threads && std::atoi(env_threads) > 0
-                          ? std::atoi(env_threads)
-                          : int(std::max(1u, std::thread::hardware_concurrency()));
   ReportContext ctx;
   ctx.headline = fmt::format("{} on {}{}", model.describe(), to_string(device),
                              device.is_cpu() ? fmt::format(" ({} threads)", threads) : "");
@@ -280,19 +359,32 @@ int run_serve(const ServeArgs& a) {
   const auto t0 = Clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - t0).count(); };
   RunMetrics metrics;
-  Progress progress(!a.quiet);
-  try {
-    while (!scheduler.finished()) {
-      const StepBatch batch = scheduler.next_step(elapsed());
-      const StepStats stats = engine->run_step(batch, check ? &*check : nullptr);
-      metrics.add(batch, stats);
-      scheduler.complete_step(batch, elapsed());
-      metrics.wall_s = elapsed();
-      progress.update(scheduler, metrics, pool.in_use(), pool.num_pages());
-    }
-  } catch (...) {
-    progress.finish();
-    throw;
+  Progress progress(!a.quiet, expected_tokens(trace, so), model.num_layers);
+  if (progress.enabled()) engine->set_on_layer([&progress](int layer) { progress.layer_done(layer); });
+  const auto status = [&] {
+    return ProgressStatus{
+        .step = metrics.steps,
+        .running = scheduler.num_running(),
+        .waiting = scheduler.num_waiting(),
+        .finished = scheduler.num_finished(),
+        .requests = scheduler.num_requests(),
+        .pages_in_use = pool.in_use(),
+        .num_pages = pool.num_pages(),
+        .tokens_per_s = metrics.wall_s > 0
+                            ? double(metrics.prompt_tokens + metrics.generated_tokens) / metrics.wall_s
+                            : 0.0};
+  };
+  while (!scheduler.finished()) {
+    const StepBatch batch = scheduler.next_step(elapsed());
+    progress.begin_step(status(), batch.new_tokens());
+    const double step_start = elapsed();
+    const StepStats stats = engine->run_step(batch, check ? &*check : nullptr);
+    const std::int32_t pages_in_step = pool.in_use();  // before the finished requests' pages return
+    const double step_end = elapsed();
+    metrics.add(batch, stats, pages_in_step, step_end - step_start, step_end);
+    scheduler.complete_step(batch, elapsed());
+    metrics.wall_s = elapsed();
+    progress.end_step(status(), metrics.prompt_tokens + metrics.generated_tokens);
   }
   progress.finish();
 
@@ -310,8 +402,8 @@ int run_serve(const ServeArgs& a) {
   }
   const nlohmann::json report = make_report(metrics, ctx);
   print_report(report, ctx);
-  if (!a.json_path.empty()) {
-    write_json_atomic(a.json_path, report);
+  if (json_target) {
+    write_file_atomic(*json_target, report.dump(2) + "\n");
     fmt::print("report:    {}\n", a.json_path);
   }
   return kExitOk;
@@ -327,51 +419,61 @@ void add_serve_command(CLI::App& app, int& exit_code) {
       "attention run for real on random keys and values");
   ServeArgs& a = *args;
   cmd->add_option("--preset", a.preset, "Model shape (--list shows them)")->capture_default_str();
-  cmd->add_option("--layers", a.model.num_layers, "Override the preset's layer count");
-  cmd->add_option("--qo-heads", a.model.num_qo_heads, "Override the preset's query heads");
-  cmd->add_option("--kv-heads", a.model.num_kv_heads, "Override the preset's key/value heads");
-  cmd->add_option("--head-dim", a.model.head_dim, "Override the preset's head dim");
+  add_number(cmd, "--layers", a.model.num_layers, Bounds<int>{1, 1024}, "Override the preset's layer count");
+  add_number(cmd, "--qo-heads", a.model.num_qo_heads, Bounds<int>{1, 1024},
+             "Override the preset's query heads");
+  add_number(cmd, "--kv-heads", a.model.num_kv_heads, Bounds<int>{1, 1024},
+             "Override the preset's key/value heads");
+  add_number(cmd, "--head-dim", a.model.head_dim, Bounds<int>{16, 512, false, "a multiple of 16"},
+             "Override the preset's head dim");
   cmd->add_option("--dtype", a.model.q_dtype, "Query/output dtype: f16 or bf16 (default bf16)");
   cmd->add_option("--kv-dtype", a.model.kv_dtype, "KV cache dtype: f16, bf16, e4m3 or e5m2 (default bf16)");
-  cmd->add_option("--device", a.device, "cpu, cuda or auto (CUDA when built and a GPU is found)")
+  cmd->add_option("--device", a.device,
+                  "cpu, cuda (= cuda:0), cuda:N or auto (CUDA when built and a GPU is found)")
       ->capture_default_str();
-  cmd->add_option("--threads", a.threads, "CPU threads (default: all cores)");
-  cmd->add_option("--page-size", a.page_size, "Tokens per page (default 16; MLA 64)");
-  cmd->add_option("--num-pages", a.num_pages,
-                  "Pages in the pool (default: enough for the trace within --kv-memory)");
-  cmd->add_option("--kv-memory", a.kv_memory_mib, "KV cache budget in MiB, all layers")
-      ->capture_default_str();
+  add_number(cmd, "--threads", a.threads, thread_bounds(), "CPU threads");
+  add_number(cmd, "--page-size", a.page_size, Bounds<int>{1, 1024}, "Tokens per page (default 16; MLA 64)");
+  add_number(cmd, "--num-pages", a.num_pages,
+             Bounds<std::int64_t>{0, std::int64_t(1) << 30, false, "0: automatic"},
+             "Pages in the pool (default: enough for the trace within --kv-memory)");
+  add_number(cmd, "--kv-memory", a.kv_memory_mib, Bounds<double>{0, double(1 << 24), true, "MiB"},
+             "KV cache budget in MiB, all layers");
   cmd->add_option("--trace", a.trace, "Synthetic trace: mixed, chat or shared-prefix")->capture_default_str();
   cmd->add_option("--trace-file", a.trace_file,
                   "A JSON or CSV trace (see README) instead of a synthetic one");
-  cmd->add_option("--requests", a.synthetic.num_requests, "Requests of the synthetic trace")
+  add_number(cmd, "--requests", a.synthetic.num_requests, Bounds<int>{1, 1'000'000},
+             "Requests of the synthetic trace");
+  cmd->add_option("--prompt-len", a.prompt_len, "Prompt tokens MIN:MAX (log-uniform), in [1, 1048576]")
       ->capture_default_str();
-  cmd->add_option("--prompt-len", a.prompt_len, "Prompt tokens MIN:MAX (log-uniform)")->capture_default_str();
-  cmd->add_option("--gen-len", a.gen_len, "Generated tokens MIN:MAX (uniform)")->capture_default_str();
-  cmd->add_option("--prefix-len", a.synthetic.prefix_len, "Tokens of each shared prefix")
+  cmd->add_option("--gen-len", a.gen_len, "Generated tokens MIN:MAX (uniform), in [1, 1048576]")
       ->capture_default_str();
-  cmd->add_option("--prefix-groups", a.synthetic.prefix_groups, "Shared-prefix groups")
-      ->capture_default_str();
-  cmd->add_option("--arrival-rate", a.synthetic.arrival_rate,
-                  "Requests arriving per step (Poisson; 0: all at once)")
-      ->capture_default_str();
-  cmd->add_option("--seed", a.seed, "Seed of the trace, the page order and the random K/V")
-      ->capture_default_str();
-  cmd->add_option("--max-batch", a.max_batch, "Requests running at once")->capture_default_str();
-  cmd->add_option("--max-prefill-tokens", a.max_prefill_tokens, "Prefill query rows per step")
-      ->capture_default_str();
+  add_number(cmd, "--prefix-len", a.synthetic.prefix_len, Bounds<std::int32_t>{1, 1 << 20},
+             "Tokens of each shared prefix");
+  add_number(cmd, "--prefix-groups", a.synthetic.prefix_groups, Bounds<int>{1, 65536},
+             "Shared-prefix groups");
+  add_number(cmd, "--arrival-rate", a.synthetic.arrival_rate, Bounds<double>{0, 1e6, false, "0: all at once"},
+             "Requests arriving per step (Poisson)");
+  add_number(cmd, "--seed", a.seed, Bounds<std::uint64_t>{0, UINT64_MAX},
+             "Seed of the trace, the page order and the random K/V");
+  add_number(cmd, "--max-batch", a.max_batch, Bounds<int>{1, 65536}, "Requests running at once");
+  add_number(cmd, "--max-prefill-tokens", a.max_prefill_tokens, Bounds<int>{1, 1 << 20},
+             "Prefill query rows per step");
   cmd->add_flag("--no-cascade", a.no_cascade,
                 "Decode shared-prefix groups with plain decode instead of cascade attention");
   cmd->add_flag("--no-prefix-sharing", a.no_prefix_sharing,
                 "Every request stores and prefills its own prefix");
   cmd->add_flag("--check", a.check,
                 "Compare sampled steps and layers with the float64 oracle; exit 1 on a mismatch");
-  cmd->add_option("--check-every", a.check_every, "With --check: every N-th step (one layer, rotating)")
-      ->capture_default_str();
+  add_number(cmd, "--check-every", a.check_every, Bounds<std::int64_t>{1, 1'000'000'000},
+             "With --check: every N-th step (one layer, rotating)");
   // Hidden: the CLI tests' proof that a mismatch fails the run.
   cmd->add_flag("--check-inject-fault", a.check_inject_fault, "")->group("");
-  cmd->add_option("--json", a.json_path, "Write the report as JSON to this file");
-  cmd->add_flag("--quiet,-q", a.quiet, "No progress line");
+  cmd->add_option(
+      "--json", a.json_path,
+      "Write the report as JSON to this file (a regular file or a new one; a symlink is followed), "
+      "atomically");
+  cmd->add_flag("--quiet,-q", a.quiet,
+                "No progress bar (there is none either when stderr is not a terminal)");
   cmd->add_flag("--list", a.list, "List the model presets and synthetic traces");
   cmd->callback([args, &exit_code] {
     try {

@@ -4,14 +4,16 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
-#include <fstream>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
-#include <sstream>
 
+#include "csv_reader.hpp"
+#include "files.hpp"
 #include "input_error.hpp"
 
 namespace kvinfer::cli {
@@ -20,6 +22,13 @@ namespace {
 // Token counts stay far below int32 limits everywhere (positions, page counts).
 constexpr std::int64_t kMaxTokens = 1 << 20;
 constexpr std::int64_t kMaxArrival = 1'000'000'000;
+constexpr std::int64_t kMaxRequests = 1'000'000;
+// A trace of a million requests takes ~30 MB as CSV, ~80 MB as JSON; the limit keeps a
+// wrong path (a device, a log) from being read into memory whole.
+constexpr std::int64_t kMaxTraceBytes = std::int64_t(128) << 20;
+// The trace format nests three deep ({"requests": [{...}]}); anything far deeper is
+// not a trace, and a bound keeps the parser's memory in check.
+constexpr int kMaxJsonDepth = 16;
 
 std::int32_t log_uniform(std::mt19937_64& rng, std::int32_t lo, std::int32_t hi) {
   if (hi <= lo) return lo;
@@ -60,26 +69,68 @@ std::int64_t json_int(const nlohmann::json& obj, const char* key, const std::str
     return fallback;
   }
   const nlohmann::json& v = obj[key];
-  if (!v.is_number_integer()) {
-    throw InputError(fmt::format("{}: {} = {}: must be an integer", where, key, v.dump()));
+  // An integer beyond 64 bits is parsed as a float; either way it is not a valid count.
+  if (!v.is_number_integer() ||
+      (v.is_number_unsigned() && v.get<std::uint64_t>() > std::uint64_t(INT64_MAX))) {
+    throw InputError(fmt::format("{}: {} = {}: must be an integer{}", where, key, v.dump(),
+                                 v.is_number() ? " within 64 bits" : ""));
   }
   return v.get<std::int64_t>();
 }
 
-Trace parse_json(const std::string& path, const std::string& text) {
-  nlohmann::json doc;
+// Parses `text` as JSON, refusing what nlohmann's parser would accept silently: a key
+// twice in one object (the last would win) and nesting deeper than the trace format.
+// Numbers beyond a double's range are nlohmann's own error (out_of_range 406).
+nlohmann::json parse_json_strict(const std::string& path, const std::string& text) {
+  using Event = nlohmann::json::parse_event_t;
+  std::vector<std::vector<std::string>> keys;  // keys seen in each open object
+  const nlohmann::json::parser_callback_t check = [&](int depth, Event event, nlohmann::json& parsed) {
+    switch (event) {
+      case Event::object_start:
+      case Event::array_start:
+        if (depth >= kMaxJsonDepth) {
+          throw InputError(
+              fmt::format("{}: nested deeper than {} levels (not a trace)", path, kMaxJsonDepth));
+        }
+        if (event == Event::object_start) keys.emplace_back();
+        break;
+      case Event::object_end:
+        if (!keys.empty()) keys.pop_back();
+        break;
+      case Event::key: {
+        const std::string& k = parsed.get_ref<const std::string&>();
+        if (std::find(keys.back().begin(), keys.back().end(), k) != keys.back().end()) {
+          throw InputError(fmt::format("{}: key \"{}\" appears twice in one object", path, k));
+        }
+        keys.back().push_back(k);
+        break;
+      }
+      default:
+        break;
+    }
+    return true;
+  };
   try {
-    doc = nlohmann::json::parse(text);
+    return nlohmann::json::parse(text, check);
   } catch (const nlohmann::json::parse_error& e) {
     throw InputError(fmt::format("{}: not valid JSON: {}", path, e.what()));
+  } catch (const nlohmann::json::out_of_range& e) {
+    throw InputError(fmt::format("{}: a number out of range: {}", path, e.what()));
   }
+}
+
+Trace parse_json(const std::string& path, const std::string& text) {
+  const nlohmann::json doc = parse_json_strict(path, text);
   const nlohmann::json* list = &doc;
   if (doc.is_object()) {
     if (!doc.contains("requests"))
       throw InputError(fmt::format("{}: missing field \"requests\" (an array)", path));
-    list = &doc["requests"];
+    list = &doc.at("requests");
   }
   if (!list->is_array()) throw InputError(fmt::format("{}: \"requests\" must be an array of objects", path));
+  if (std::int64_t(list->size()) > kMaxRequests) {
+    throw InputError(fmt::format("{}: {} requests: at most {}", path, list->size(), kMaxRequests));
+  }
   Trace t;
   t.source = path;
   std::map<std::string, std::int32_t> groups;
@@ -137,30 +188,12 @@ Trace parse_json(const std::string& path, const std::string& text) {
 }
 
 // ------------------------------------------------------------------ CSV
-std::string trim(std::string_view s) {
-  const auto b = s.find_first_not_of(" \t\r");
-  if (b == std::string_view::npos) return "";
-  const auto e = s.find_last_not_of(" \t\r");
-  return std::string(s.substr(b, e - b + 1));
-}
-
-std::vector<std::string> split_csv(const std::string& line) {
-  std::vector<std::string> out;
-  std::size_t start = 0;
-  for (;;) {
-    const std::size_t comma = line.find(',', start);
-    out.push_back(trim(std::string_view(line).substr(
-        start, comma == std::string::npos ? std::string::npos : comma - start)));
-    if (comma == std::string::npos) return out;
-    start = comma + 1;
-  }
-}
-
 std::int64_t csv_int(const std::string& cell, const std::string& where, const std::string& column) {
   std::int64_t v = 0;
   const auto [ptr, ec] = std::from_chars(cell.data(), cell.data() + cell.size(), v);
   if (cell.empty() || ec != std::errc() || ptr != cell.data() + cell.size()) {
-    throw InputError(fmt::format("{}: {} = \"{}\": must be an integer", where, column, cell));
+    throw InputError(fmt::format("{}: {} = \"{}\": must be an integer{}", where, column, cell,
+                                 ec == std::errc::result_out_of_range ? " within 64 bits" : ""));
   }
   return v;
 }
@@ -169,15 +202,15 @@ Trace parse_csv(const std::string& path, const std::string& text) {
   Trace t;
   t.source = path;
   std::map<std::string, std::int32_t> groups;
-  std::istringstream in(text);
   std::vector<std::string> header;
   std::map<std::string, std::size_t> col;
-  std::string line;
-  for (int line_no = 1; std::getline(in, line); ++line_no) {
-    const std::string trimmed = trim(line);
-    if (trimmed.empty() || trimmed[0] == '#') continue;
-    const std::string where = fmt::format("{}:{}", path, line_no);
-    const std::vector<std::string> cells = split_csv(trimmed);
+  const std::vector<CsvRecord> records = read_csv(text, path);
+  if (std::int64_t(records.size()) > kMaxRequests + 1) {
+    throw InputError(fmt::format("{}: {} requests: at most {}", path, records.size() - 1, kMaxRequests));
+  }
+  for (const CsvRecord& record : records) {
+    const std::string where = fmt::format("{}:{}", path, record.line);
+    const std::vector<std::string>& cells = record.fields;
     if (header.empty()) {
       header = cells;
       for (std::size_t i = 0; i < header.size(); ++i) {
@@ -243,10 +276,6 @@ Trace parse_csv(const std::string& path, const std::string& text) {
   }
   if (header.empty()) throw InputError(fmt::format("{}: empty CSV (expected a header line)", path));
   return t;
-}
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
@@ -323,19 +352,17 @@ Trace make_synthetic_trace(const SyntheticTraceOptions& o) {
 }
 
 Trace load_trace_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw InputError(fmt::format("--trace-file = {}: cannot open the file", path));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string text = ss.str();
-  Trace t;
-  if (ends_with(path, ".json")) {
-    t = parse_json(path, text);
-  } else if (ends_with(path, ".csv")) {
-    t = parse_csv(path, text);
-  } else {
-    throw InputError(fmt::format("--trace-file = {}: unknown format (name it .json or .csv)", path));
+  const std::string flag = "--trace-file";
+  // The kind of file and its size are checked before a byte is read (a device such as
+  // /dev/zero never ends); the format follows the extension, in any case.
+  const RegularFile file = check_regular_file(flag, path, kMaxTraceBytes);
+  std::string ext = std::filesystem::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  if (ext != ".json" && ext != ".csv") {
+    throw InputError(fmt::format("{} = {}: unknown format (name it .json or .csv, in any case)", flag, path));
   }
+  const std::string text = read_regular_file(flag, file);
+  Trace t = ext == ".json" ? parse_json(path, text) : parse_csv(path, text);
   finish(t);
   validate_trace(t);
   return t;

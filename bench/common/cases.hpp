@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+// The benchmarks' shapes as the tests' case descriptions (tests/testing): paged
+// decode, prefill and MLA decode in the benchmarks' dtypes (bf16), and --check, which
+// runs a case through the test harness against the float64 oracle before it is
+// timed (where the harness is built: KVINFER_BENCH_HAVE_CHECK).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "testing/attention_case.hpp"
+#include "testing/mla_case.hpp"
+
+namespace kvinfer::bench {
+
+#ifdef KVINFER_BENCH_HAVE_CHECK
+inline constexpr bool kHaveCheck = true;
+#else
+inline constexpr bool kHaveCheck = false;
+#endif
+
+// Paged decode of one query row per request over kv_lens (NHD, combined cache).
+inline testing::AttentionCase decode_case(std::string name, std::vector<std::int32_t> kv_lens,
+                                          std::int64_t num_qo_heads, std::int64_t num_kv_heads,
+                                          std::int64_t head_dim, std::int64_t page_size) {
+  testing::AttentionCase c;
+  c.name = std::move(name);
+  c.wrapper = testing::Wrapper::kDecode;
+  c.qo_lens.assign(kv_lens.size(), 1);
+  c.kv_lens = std::move(kv_lens);
+  c.num_qo_heads = num_qo_heads;
+  c.num_kv_heads = num_kv_heads;
+  c.head_dim_qk = c.head_dim_vo = head_dim;
+  c.page_size = page_size;
+  c.q_dtype = c.kv_dtype = c.o_dtype = DType::kBF16;
+  c.with_lse = false;
+  return c;
+}
+
+// Prefill of `batch` requests of `len` new tokens over `len` keys each (self-attention
+// of a prompt), ragged or paged.
+inline testing::AttentionCase prefill_case(std::string name, testing::Wrapper wrapper, std::int64_t batch,
+                                           std::int32_t len, std::int64_t num_qo_heads,
+                                           std::int64_t num_kv_heads, std::int64_t head_dim, bool causal) {
+  testing::AttentionCase c;
+  c.name = std::move(name);
+  c.wrapper = wrapper;
+  c.qo_lens.assign(std::size_t(batch), len);
+  c.kv_lens.assign(std::size_t(batch), len);
+  c.num_qo_heads = num_qo_heads;
+  c.num_kv_heads = num_kv_heads;
+  c.head_dim_qk = c.head_dim_vo = head_dim;
+  c.options.mask_mode = causal ? MaskMode::kCausal : MaskMode::kNone;
+  c.q_dtype = c.kv_dtype = c.o_dtype = DType::kBF16;
+  c.with_lse = false;
+  return c;
+}
+
+// MLA decode: one query row per request over kv_lens of the latent cache (combined).
+inline testing::MLACase mla_decode_case(std::string name, std::vector<std::int32_t> kv_lens,
+                                        std::int64_t num_heads, std::int64_t page_size, DType kv_dtype) {
+  testing::MLACase c;
+  c.name = std::move(name);
+  c.qo_lens.assign(kv_lens.size(), 1);
+  c.kv_lens = std::move(kv_lens);
+  c.num_heads = num_heads;
+  c.page_size = page_size;
+  c.kv_dtype = kv_dtype;
+  c.with_lse = false;
+  return c;
+}
+
+struct CheckResult {
+  bool ok = false;
+  std::string summary;
+};
+
+// The case on `device` against the float64 oracle, through the test harness
+// (call only where kHaveCheck).
+CheckResult check_case(const testing::AttentionCase& c, Device device);
+CheckResult check_case(const testing::MLACase& c, Device device);
+
+#ifdef KVINFER_BENCH_HAVE_CHECK
+inline CheckResult check_case(const testing::AttentionCase& c, Device device) {
+  const testing::CaseReport r = testing::run_attention_case(c, device);
+  return {r.ok(), r.summary()};
+}
+inline CheckResult check_case(const testing::MLACase& c, Device device) {
+  const testing::CaseReport r = testing::run_mla_case(c, device);
+  return {r.ok(), r.summary()};
+}
+#endif
+
+}  // namespace kvinfer::bench
