@@ -85,7 +85,7 @@ class Decode : public WrapperState {
   static constexpr std::string_view kOp = "BatchDecodeWithPagedKVCache";
 
   Decode(nb::handle float_workspace_buffer, const std::string& kv_layout, std::optional<CapacityTuple> capacity)
-      : w_(init(float_workspace_buffer, kv_layout), layout, to_capacity(capacity)) {}
+      : w_(init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout), to_capacity(capacity)) {}
 
   void plan(nb::handle indptr, nb::handle indices, nb::handle last_page_len, std::int64_t num_qo_heads,
             std::int64_t num_kv_heads, std::int64_t head_dim, std::int64_t page_size,
@@ -148,7 +148,7 @@ class PagedPrefill : public WrapperState {
 
   PagedPrefill(nb::handle float_workspace_buffer, const std::string& kv_layout,
                std::optional<CapacityTuple> capacity)
-      : w_(init(float_workspace_buffer, kv_layout), layout, to_capacity(capacity)) {}
+      : w_(init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout), to_capacity(capacity)) {}
 
   void plan(nb::handle qo_indptr, nb::handle indptr, nb::handle indices, nb::handle last_page_len,
             std::int64_t num_qo_heads, std::int64_t num_kv_heads, std::int64_t head_dim, std::int64_t page_size,
@@ -216,7 +216,7 @@ class RaggedPrefill : public WrapperState {
 
   RaggedPrefill(nb::handle float_workspace_buffer, const std::string& kv_layout,
                 std::optional<CapacityTuple> capacity)
-      : w_(init(float_workspace_buffer, kv_layout), layout, to_capacity(capacity)) {}
+      : w_(init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout), to_capacity(capacity)) {}
 
   void plan(nb::handle qo_indptr, nb::handle kv_indptr, std::int64_t num_qo_heads, std::int64_t num_kv_heads,
             std::int64_t head_dim_qk, std::int64_t head_dim_vo, nb::handle custom_mask, bool causal,
@@ -281,7 +281,8 @@ class Cascade : public WrapperState {
 
   Cascade(int num_levels, nb::handle float_workspace_buffer, const std::string& kv_layout,
           std::vector<CapacityTuple> capacities)
-      : w_(num_levels, init(float_workspace_buffer, kv_layout), layout, to_capacities(capacities)) {}
+      : w_(num_levels, init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout),
+           to_capacities(capacities)) {}
 
   void plan(const std::vector<nb::handle>& qo_indptr, const std::vector<nb::handle>& kv_indptr,
             const std::vector<nb::handle>& kv_indices, const std::vector<nb::handle>& kv_last_page_len,

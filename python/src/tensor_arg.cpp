@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tensor_arg.hpp"
 
+#include <nanobind/stl/string.h>
+
 #include <array>
 #include <string>
 
