@@ -177,6 +177,14 @@ def length(x: Any) -> int:
     return int(x.shape[0])
 
 
+def rows(x: Any, op: str, arg: str) -> int:
+    """x.shape[0] of an input whose output kvinfer allocates."""
+    shape = getattr(x, "shape", None)
+    if shape is None or len(shape) == 0:
+        error(op, arg, type(x).__name__, "must be an array with __dlpack__ or the buffer protocol (numpy, torch, ...)")
+    return int(shape[0])
+
+
 # ---------------------------------------------------------------- streams
 
 

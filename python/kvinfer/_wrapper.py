@@ -31,6 +31,8 @@ class WrapperBase:
     def _bind_device(self, float_workspace_buffer: Any) -> None:
         """The wrapper's device is its workspace's (as FlashInfer's)."""
         self._impl = None
+        self._impl_run = self._not_planned
+        self._o_dtype = "float16"
         self._float_workspace_buffer = float_workspace_buffer
         self._int_workspace_buffer = None
         device = _kvinfer.device_of(float_workspace_buffer)
@@ -44,6 +46,11 @@ class WrapperBase:
     def _set_impl(self, impl: Any) -> None:
         self._impl = impl
         self._impl_run = impl.run
+
+    def _not_planned(self, *args: Any) -> None:
+        # A CUDA-graph wrapper makes its C++ wrapper at the first plan (its capacity
+        # comes from it, as FlashInfer's does).
+        _utils.error(self._op, "plan", "(none)", "run() needs a successful plan() first")
 
     def _stream(self, stream: Any) -> int:
         if stream is not None:

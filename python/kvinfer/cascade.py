@@ -175,7 +175,8 @@ class MultiLevelCascadeAttentionWrapper(WrapperBase):
         enable_pdl= and stream= are kvinfer extensions (FlashInfer's run returns out)."""
         k, v = _utils.split_cache(paged_kv_cache)
         if out is None:
-            out = _utils.empty(q, (q.shape[0], self._num_qo_heads, self._head_dim), self._o_dtype, self._op, "out")
+            out = _utils.empty(q, (_utils.rows(q, self._op, "q"), self._num_qo_heads, self._head_dim), self._o_dtype,
+                                self._op, "out")
         if return_lse and lse is None:
             lse = _utils.empty(q, (q.shape[0], self._num_qo_heads), "float32", self._op, "lse")
         if _compiling():

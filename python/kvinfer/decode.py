@@ -198,7 +198,8 @@ class BatchDecodeWithPagedKVCacheWrapper(WrapperBase):
                              window_left)
         k, v = _utils.split_cache(paged_kv_cache)
         if out is None:
-            out = _utils.empty(q, (q.shape[0], self._num_qo_heads, self._head_dim), self._o_dtype, self._op, "out")
+            out = _utils.empty(q, (_utils.rows(q, self._op, "q"), self._num_qo_heads, self._head_dim), self._o_dtype,
+                                self._op, "out")
         if return_lse and lse is None:
             lse = _utils.empty(q, (q.shape[0], self._num_qo_heads), "float32", self._op, "lse")
         ks = (1.0 if k_scale is None else _utils.scale(k_scale, self._op, "k_scale")) * (

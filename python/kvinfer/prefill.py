@@ -88,7 +88,8 @@ class _PrefillRun:
 
     def _finish(self, q, k, v, q_scale, k_scale, v_scale, out, lse, return_lse, lse_base, enable_pdl, stream):
         if out is None:
-            out = _utils.empty(q, (q.shape[0], self._num_qo_heads, self._head_dim_vo), self._o_dtype, self._op, "out")
+            out = _utils.empty(q, (_utils.rows(q, self._op, "q"), self._num_qo_heads, self._head_dim_vo),
+                                self._o_dtype, self._op, "out")
         if lse is None and (return_lse or lse_base != "log2"):
             lse = _utils.empty(q, (q.shape[0], self._num_qo_heads), "float32", self._op, "lse")
         ks = (1.0 if k_scale is None else _utils.scale(k_scale, self._op, "k_scale")) * (

@@ -306,3 +306,46 @@ def test_ml_dtypes_bfloat16_arrays(rng):
     assert out.dtype == ml.bfloat16
     o_ref, _ = ref.attention(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64), causal=True)
     assert_close(out.astype(np.float64), o_ref, ATOL["bfloat16"], "out")
+
+
+def test_fixed_capacity_mode_on_the_cpu(rng):
+    """use_cuda_graph=True is a fixed-capacity plan on any device: plan() copies the page
+    indices into the caller's buffer (run() reads them there) and re-plans with other
+    lengths within the capacity give correct results."""
+    page_size, hq, hk, d = 16, 8, 2, 64
+    max_batch, max_pages = 4, 40
+    indptr_buf = np.zeros(max_batch + 1, np.int32)
+    indices_buf = np.full(max_pages, -1, np.int32)
+    last_buf = np.zeros(max_batch, np.int32)
+    cache = ref.make(rng, (max_pages, 2, page_size, hk, d))
+    w = kvinfer.CUDAGraphBatchDecodeWithPagedKVCacheWrapper(workspace(), indptr_buf, indices_buf, last_buf)
+    assert w.is_cuda_graph_enabled
+    for kv_lens in ([100, 3, 40, 17], [5, 200], [1]):
+        indptr, indices, last, _ = page_table(rng, kv_lens, page_size, extra_pages=max_pages - sum(
+            (n + page_size - 1) // page_size for n in kv_lens))
+        q = ref.make(rng, (len(kv_lens), hq, d))
+        w.plan(indptr, indices, last, hq, hk, d, page_size)
+        assert (indices_buf[:len(indices)] == indices).all()
+        out = w.run(q, cache)
+        o_ref, _ = paged_reference(q, cache[:, 0], cache[:, 1], indptr_of([1] * len(kv_lens)),
+                                   (indptr, indices, last, max_pages), "NHD", "float16")
+        assert_close(out, o_ref, ATOL["float16"], f"out {kv_lens}")
+    with pytest.raises(kvinfer.Error, match=r"batch_size = 5: must not exceed the capacity's max_batch \(4\)"):
+        indptr, indices, last, _ = page_table(rng, [1] * 5, page_size)
+        w.plan(indptr, indices, last, hq, hk, d, page_size)
+
+    # paged prefill: the first plan fixes the query rows (FlashInfer's rule)
+    pw = kvinfer.BatchPrefillWithPagedKVCacheWrapper(workspace(), use_cuda_graph=True,
+                                                     qo_indptr_buf=np.zeros(max_batch + 1, np.int32),
+                                                     paged_kv_indptr_buf=indptr_buf, paged_kv_indices_buf=indices_buf,
+                                                     paged_kv_last_page_len_buf=last_buf)
+    for qo_lens, kv_lens in (([8, 4], [30, 9]), ([3, 3, 6], [12, 50, 6])):
+        indptr, indices, last, _ = page_table(rng, kv_lens, page_size, extra_pages=max_pages - sum(
+            (n + page_size - 1) // page_size for n in kv_lens))
+        qo_indptr = indptr_of(qo_lens)
+        q = ref.make(rng, (qo_indptr[-1], hq, d))
+        pw.plan(qo_indptr, indptr, indices, last, hq, hk, d, page_size, causal=True)
+        out = pw.run(q, cache)
+        o_ref, _ = paged_reference(q, cache[:, 0], cache[:, 1], qo_indptr, (indptr, indices, last, max_pages), "NHD",
+                                   "float16", causal=True)
+        assert_close(out, o_ref, ATOL["float16"], f"prefill out {qo_lens}")
