@@ -235,6 +235,13 @@ void AttentionPlan::plan(const PlanRequest& req) {
   planned_ = true;
 }
 
+void AttentionPlan::reset_workspace_buffer(std::string_view op, const TensorView& float_buffer,
+                                           const TensorView& int_buffer) {
+  if (workspace_.use_buffers(op, float_buffer, int_buffer, planned_ ? &schedule_.layout : nullptr) && planned_) {
+    workspace_.upload(op, schedule_, problem_.batch_size, problem_.nnz_q);
+  }
+}
+
 void AttentionPlan::check_run(std::string_view op, const TensorView& q, const TensorView& k, const TensorView& v,
                               const TensorView& out, const RunOptions& options) const {
   require(planned_, op, "plan", "(none)", "run() needs a successful plan() first");

@@ -46,6 +46,8 @@ class AttentionPlan {
 
   WorkspaceSize workspace_size(const PlanRequest& req) const;
   void plan(const PlanRequest& req);
+  // The caller's workspace buffers (absent: the plan's own); see PlanWorkspace.
+  void reset_workspace_buffer(std::string_view op, const TensorView& float_buffer, const TensorView& int_buffer);
 
   // Checks the run's tensors against the plan and executes it. k/v are the ragged
   // tensors or the cache's page views.

@@ -115,6 +115,10 @@ BatchPrefillWithRaggedKVCache& BatchPrefillWithRaggedKVCache::operator=(BatchPre
 WorkspaceSize BatchPrefillWithRaggedKVCache::workspace_size(const RaggedPrefillPlanArgs& args) const {
   return impl_->workspace_size(ragged_request(args));
 }
+void BatchPrefillWithRaggedKVCache::reset_workspace_buffer(const TensorView& float_workspace_buffer,
+                                    const TensorView& int_workspace_buffer) {
+  impl_->reset_workspace_buffer(kRaggedOp, float_workspace_buffer, int_workspace_buffer);
+}
 void BatchPrefillWithRaggedKVCache::plan(const RaggedPrefillPlanArgs& args) { impl_->plan(ragged_request(args)); }
 void BatchPrefillWithRaggedKVCache::run(const TensorView& q, const TensorView& k, const TensorView& v,
                                         const TensorView& out, const RunOptions& options) const {
@@ -132,6 +136,10 @@ BatchPrefillWithPagedKVCache& BatchPrefillWithPagedKVCache::operator=(BatchPrefi
 
 WorkspaceSize BatchPrefillWithPagedKVCache::workspace_size(const PagedPrefillPlanArgs& args) const {
   return impl_->workspace_size(paged_request(args, impl_->device()));
+}
+void BatchPrefillWithPagedKVCache::reset_workspace_buffer(const TensorView& float_workspace_buffer,
+                                    const TensorView& int_workspace_buffer) {
+  impl_->reset_workspace_buffer(kPagedOp, float_workspace_buffer, int_workspace_buffer);
 }
 void BatchPrefillWithPagedKVCache::plan(const PagedPrefillPlanArgs& args) {
   impl_->plan(paged_request(args, impl_->device()));
@@ -153,6 +161,10 @@ BatchDecodeWithPagedKVCache& BatchDecodeWithPagedKVCache::operator=(BatchDecodeW
 
 WorkspaceSize BatchDecodeWithPagedKVCache::workspace_size(const DecodePlanArgs& args) const {
   return impl_->workspace_size(decode_request(args, impl_->device()));
+}
+void BatchDecodeWithPagedKVCache::reset_workspace_buffer(const TensorView& float_workspace_buffer,
+                                    const TensorView& int_workspace_buffer) {
+  impl_->reset_workspace_buffer(kDecodeOp, float_workspace_buffer, int_workspace_buffer);
 }
 void BatchDecodeWithPagedKVCache::plan(const DecodePlanArgs& args) {
   impl_->plan(decode_request(args, impl_->device()));

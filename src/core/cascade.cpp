@@ -34,14 +34,65 @@ struct MultiLevelCascadeAttention::Impl {
   Tensor scratch_o, scratch_lse, out_lse;
   // The side stream of the last level (CUDA, two or more levels); made in plan.
   std::unique_ptr<detail::StreamFork> fork;
+  // The caller's workspace buffers, shared out among the levels at each plan.
+  TensorView float_workspace, int_workspace;
+
+  void assign_workspace(const std::vector<PagedPrefillPlanArgs>& level_args);
 };
+
+namespace {
+
+constexpr std::size_t kAlign = 256;  // each level's part starts at a multiple of the schedule's alignment
+std::size_t align_up(std::size_t x) {
+  return (x + kAlign - 1) / kAlign * kAlign;
+}
+
+// The caller's buffers cut into one part per level. The last level runs beside the
+// one before it (a side stream), so it has a float part of its own; the other levels
+// run one after another and share theirs. Each level's plan needs its own int part.
+}  // namespace
+
+void MultiLevelCascadeAttention::Impl::assign_workspace(const std::vector<PagedPrefillPlanArgs>& level_args) {
+  Impl& m = *this;
+  const std::size_t levels = m.levels.size();
+  std::vector<WorkspaceSize> sizes;
+  std::size_t float_shared = 0, int_total = 0;
+  for (std::size_t l = 0; l < levels; ++l) {
+    sizes.push_back(m.levels[l].workspace_size(level_args[l]));
+    if (l + 1 < levels) float_shared = std::max(float_shared, align_up(sizes[l].float_bytes));
+    int_total += align_up(sizes[l].int_bytes);
+  }
+  const std::size_t float_last = align_up(sizes.back().float_bytes);
+  const auto check = [](const TensorView& buffer, std::string_view name, std::size_t need) {
+    if (!buffer.defined()) return;
+    const std::size_t have = std::size_t(buffer.numel()) * buffer.element_size();
+    detail::require(have >= need, kOp, name, fmt::format("{} bytes", have),
+                    fmt::format("the plan needs {} bytes (one part per level)", need));
+  };
+  check(m.float_workspace, "float_workspace_buffer", float_last + float_shared);
+  check(m.int_workspace, "int_workspace_buffer", int_total);
+  const auto part = [](const TensorView& buffer, std::size_t begin, std::size_t bytes) {
+    if (!buffer.defined()) return TensorView();
+    return TensorView(static_cast<std::uint8_t*>(buffer.data()) + begin, DType::kU8,
+                      {std::int64_t(std::max<std::size_t>(bytes, 1))}, buffer.device());
+  };
+  std::size_t int_offset = 0;
+  for (std::size_t l = 0; l < levels; ++l) {
+    const bool last = l + 1 == levels;
+    m.levels[l].reset_workspace_buffer(
+        last ? part(m.float_workspace, 0, float_last) : part(m.float_workspace, float_last, float_shared),
+        part(m.int_workspace, int_offset, align_up(sizes[l].int_bytes)));
+    int_offset += align_up(sizes[l].int_bytes);
+  }
+}
 
 MultiLevelCascadeAttention::MultiLevelCascadeAttention(int num_levels, Device device, KVLayout kv_layout,
                                                        std::vector<Capacity> capacities)
     : impl_(std::make_unique<Impl>()) {
   detail::require_v(num_levels >= 1, kOp, "num_levels", num_levels, "a cascade has at least one level");
-  detail::require_v(capacities.empty() || std::int64_t(capacities.size()) == num_levels, kOp, "capacities.size()",
-                    capacities.size(), fmt::format("must be 0 or num_levels ({})", num_levels));
+  detail::require_v(capacities.empty() || std::int64_t(capacities.size()) == num_levels, kOp,
+                    "capacities.size()", capacities.size(),
+                    fmt::format("must be 0 or num_levels ({})", num_levels));
   impl_->device = device;
   impl_->capacities = capacities;
   for (int l = 0; l < num_levels; ++l) {
@@ -51,7 +102,8 @@ MultiLevelCascadeAttention::MultiLevelCascadeAttention(int num_levels, Device de
 }
 MultiLevelCascadeAttention::~MultiLevelCascadeAttention() = default;
 MultiLevelCascadeAttention::MultiLevelCascadeAttention(MultiLevelCascadeAttention&&) noexcept = default;
-MultiLevelCascadeAttention& MultiLevelCascadeAttention::operator=(MultiLevelCascadeAttention&&) noexcept = default;
+MultiLevelCascadeAttention& MultiLevelCascadeAttention::operator=(MultiLevelCascadeAttention&&) noexcept =
+    default;
 
 void MultiLevelCascadeAttention::plan(const CascadePlanArgs& args) {
   Impl& m = *impl_;
@@ -61,13 +113,15 @@ void MultiLevelCascadeAttention::plan(const CascadePlanArgs& args) {
   const AttentionOptions& o = args.options;
   detail::require(o.mask_mode != MaskMode::kCustom, kOp, "options.mask_mode", "custom",
                   "a cascade supports mask_mode none or causal (causal applies to the last level)");
-  detail::require(o.pos_encoding == PosEncoding::kNone, kOp, "options.pos_encoding", pos_encoding_name(o.pos_encoding),
+  detail::require(o.pos_encoding == PosEncoding::kNone, kOp, "options.pos_encoding",
+                  pos_encoding_name(o.pos_encoding),
                   "RoPE and ALiBi need per-level query and key positions, which cascades do not support yet; "
                   "apply RoPE before appending to the cache");
   detail::require_v(o.window_left == -1, kOp, "options.window_left", o.window_left,
                     "a sliding window needs per-level positions, which cascades do not support yet");
 
   std::int64_t nnz_q = -1;
+  std::vector<PagedPrefillPlanArgs> level_args;
   for (std::int64_t l = 0; l < num_levels; ++l) {
     const CascadeLevel& level = args.levels[l];
     const std::string arg = fmt::format("levels[{}].qo_indptr", l);
@@ -80,18 +134,20 @@ void MultiLevelCascadeAttention::plan(const CascadePlanArgs& args) {
                       fmt::format("every level covers all query rows (levels[0] has {})", nnz_q));
     AttentionOptions level_options = o;
     if (l + 1 < num_levels) level_options.mask_mode = MaskMode::kNone;
-    m.levels[l].plan({.qo_indptr = level.qo_indptr,
-                      .page_table = level.page_table,
-                      .num_qo_heads = args.num_qo_heads,
-                      .num_kv_heads = args.num_kv_heads,
-                      .head_dim = args.head_dim,
-                      .page_size = args.page_size,
-                      .options = level_options,
-                      .q_dtype = args.q_dtype,
-                      .kv_dtype = args.kv_dtype,
-                      .o_dtype = args.o_dtype,
-                      .split = args.split});
+    level_args.push_back({.qo_indptr = level.qo_indptr,
+                          .page_table = level.page_table,
+                          .num_qo_heads = args.num_qo_heads,
+                          .num_kv_heads = args.num_kv_heads,
+                          .head_dim = args.head_dim,
+                          .page_size = args.page_size,
+                          .options = level_options,
+                          .q_dtype = args.q_dtype,
+                          .kv_dtype = args.kv_dtype,
+                          .o_dtype = args.o_dtype,
+                          .split = args.split});
   }
+  if (m.float_workspace.defined() || m.int_workspace.defined()) m.assign_workspace(level_args);
+  for (std::int64_t l = 0; l < num_levels; ++l) m.levels[l].plan(level_args[l]);
 
   // Scratch buffers: sized by the capacity in CUDA-graph mode so that they never move.
   const std::int64_t rows = m.capacities.empty() ? nnz_q : m.capacities.back().max_qo_tokens;
@@ -108,12 +164,30 @@ void MultiLevelCascadeAttention::plan(const CascadePlanArgs& args) {
     ensure(m.scratch_lse, {rows, args.num_qo_heads}, DType::kF32);
     ensure(m.out_lse, {rows, args.num_qo_heads}, DType::kF32);
   }
-  if (num_levels > 1 && m.device.is_cuda() && !m.fork) m.fork = std::make_unique<detail::StreamFork>(m.device);
+  if (num_levels > 1 && m.device.is_cuda() && !m.fork)
+    m.fork = std::make_unique<detail::StreamFork>(m.device);
   m.nnz_q = nnz_q;
   m.num_qo_heads = args.num_qo_heads;
   m.head_dim = args.head_dim;
   m.o_dtype = args.o_dtype;
   m.planned = true;
+}
+
+void MultiLevelCascadeAttention::reset_workspace_buffer(const TensorView& float_workspace_buffer,
+                                                        const TensorView& int_workspace_buffer) {
+  Impl& m = *impl_;
+  for (auto [name, t] : {std::pair{"float_workspace_buffer", &float_workspace_buffer},
+                         std::pair{"int_workspace_buffer", &int_workspace_buffer}}) {
+    if (!t->defined()) continue;
+    detail::check_device(kOp, name, *t, m.device);
+    detail::require(t->is_contiguous(), kOp, name, t->describe(), "must be contiguous");
+  }
+  m.float_workspace = float_workspace_buffer;
+  m.int_workspace = int_workspace_buffer;
+  if (!float_workspace_buffer.defined() && !int_workspace_buffer.defined()) {
+    for (auto& level : m.levels) level.reset_workspace_buffer({}, {});
+  }
+  m.planned = false;  // the levels' parts are assigned by the next plan
 }
 
 void MultiLevelCascadeAttention::run(const TensorView& q, const PagedKVCache& cache, const TensorView& out,

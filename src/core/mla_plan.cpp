@@ -173,6 +173,12 @@ void MLAPlan::plan(const MLAPlanArgs& args) {
   planned_ = true;
 }
 
+void MLAPlan::reset_workspace_buffer(const TensorView& float_buffer, const TensorView& int_buffer) {
+  if (workspace_.use_buffers(kOp, float_buffer, int_buffer, planned_ ? &schedule_.layout : nullptr) && planned_) {
+    workspace_.upload(kOp, schedule_, problem_.batch_size, problem_.nnz_q);
+  }
+}
+
 void MLAPlan::check_run(const TensorView& q_nope, const TensorView& q_pe, const MLACache& cache,
                         const TensorView& out, const MLARunOptions& options) const {
   require(planned_, kOp, "plan", "(none)", "run() needs a successful plan() first");
@@ -266,6 +272,10 @@ WorkspaceSize BatchMLAPagedAttention::workspace_size(const MLAPlanArgs& args) co
 }
 void BatchMLAPagedAttention::plan(const MLAPlanArgs& args) {
   impl_->plan(args);
+}
+void BatchMLAPagedAttention::reset_workspace_buffer(const TensorView& float_workspace_buffer,
+                                                    const TensorView& int_workspace_buffer) {
+  impl_->reset_workspace_buffer(float_workspace_buffer, int_workspace_buffer);
 }
 void BatchMLAPagedAttention::run(const TensorView& q_nope, const TensorView& q_pe, const MLACache& cache,
                                  const TensorView& out, const MLARunOptions& options) const {

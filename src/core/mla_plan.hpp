@@ -26,6 +26,8 @@ class MLAPlan {
 
   WorkspaceSize workspace_size(const MLAPlanArgs& args) const;
   void plan(const MLAPlanArgs& args);
+  // The caller's workspace buffers (absent: the plan's own); see PlanWorkspace.
+  void reset_workspace_buffer(const TensorView& float_buffer, const TensorView& int_buffer);
   void run(const TensorView& q_nope, const TensorView& q_pe, const MLACache& cache, const TensorView& out,
            const MLARunOptions& options) const;
 

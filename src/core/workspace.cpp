@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/workspace.hpp"
 
+#include <fmt/format.h>
+
+#include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "core/check.hpp"
 #ifdef KVINFER_WITH_CUDA
@@ -11,6 +15,18 @@
 namespace kvinfer::detail {
 
 namespace {
+
+std::size_t bytes_of(const TensorView& t) {
+  return std::size_t(t.numel()) * t.element_size();
+}
+
+// A caller's buffer (absent: the plan's own, which grows) must hold `need` bytes.
+void check_fits(std::string_view op, std::string_view name, const TensorView& buffer, std::size_t need,
+                std::string_view field) {
+  if (!buffer.defined() || bytes_of(buffer) >= need) return;
+  fail(op, name, fmt::format("{} bytes", bytes_of(buffer)),
+       fmt::format("the plan needs {} bytes (workspace_size().{})", need, field));
+}
 
 // The schedule's arrays at their workspace offsets (bytes between them are unused).
 void write_schedule(const Schedule& s, std::int64_t batch_size, std::int64_t nnz_q, std::uint8_t* dst) {
@@ -29,35 +45,66 @@ void write_schedule(const Schedule& s, std::int64_t batch_size, std::int64_t nnz
 
 }  // namespace
 
-void PlanWorkspace::upload(std::string_view op, const Schedule& s, std::int64_t batch_size, std::int64_t nnz_q) {
+bool PlanWorkspace::use_buffers(std::string_view op, const TensorView& float_buffer,
+                                const TensorView& int_buffer, const WorkspaceLayout* current) {
+  for (auto [name, t] :
+       {std::pair{"float_workspace_buffer", &float_buffer}, std::pair{"int_workspace_buffer", &int_buffer}}) {
+    if (!t->defined()) continue;
+    check_device(op, name, *t, device_);
+    require(t->is_contiguous(), op, name, t->describe(), "must be contiguous");
+    require(reinterpret_cast<std::uintptr_t>(t->data()) % kWorkspaceAlign == 0, op, name, t->describe(),
+            fmt::format("must be {}-byte aligned", kWorkspaceAlign));
+  }
+  if (current) {  // the plan in place must fit, or nothing changes
+    check_fits(op, "float_workspace_buffer", float_buffer, current->float_bytes, "float_bytes");
+    check_fits(op, "int_workspace_buffer", int_buffer, current->int_bytes, "int_bytes");
+  }
+  const bool int_changed =
+      int_buffer.data() != caller_int_.data() || bytes_of(int_buffer) != bytes_of(caller_int_);
+  caller_float_ = float_buffer;
+  caller_int_ = int_buffer;
+  return int_changed;
+}
+
+void PlanWorkspace::upload(std::string_view op, const Schedule& s, std::int64_t batch_size,
+                           std::int64_t nnz_q) {
   const WorkspaceLayout& l = s.layout;
+  check_fits(op, "float_workspace_buffer", caller_float_, l.float_bytes, "float_bytes");
+  check_fits(op, "int_workspace_buffer", caller_int_, l.int_bytes, "int_bytes");
   const auto grow = [&](Tensor& buffer, std::size_t bytes, std::string_view what) {
     if (buffer.defined() && buffer.nbytes() >= bytes) return;
-    require(!fixed_ || !buffer.defined(), op, "capacity", what, "a fixed-capacity plan must not grow its workspace");
+    require(!fixed_ || !buffer.defined(), op, "capacity", what,
+            "a fixed-capacity plan must not grow its workspace");
     buffer = Tensor::empty({std::int64_t(std::max<std::size_t>(bytes, 4))}, DType::kU8, device_);
   };
-  grow(int_buffer_, l.int_bytes, "int workspace");
-  grow(float_buffer_, l.float_bytes, "float workspace");
+  if (!caller_int_.defined()) grow(int_buffer_, l.int_bytes, "int workspace");
+  if (!caller_float_.defined()) grow(float_buffer_, l.float_bytes, "float workspace");
+  const TensorView int_buffer = caller_int_.defined() ? caller_int_ : int_buffer_.view();
 
   // The CPU reads the schedule where it is written; a GPU gets it through a host
   // staging buffer kept across plans, in one copy.
+  auto* dst = static_cast<std::uint8_t*>(int_buffer.data());
   if (device_.is_cpu()) {
-    write_schedule(s, batch_size, nnz_q, int_buffer_.data_as<std::uint8_t>());
+    write_schedule(s, batch_size, nnz_q, dst);
     return;
   }
   if (!staging_.defined() || staging_.nbytes() < l.int_bytes) {
-    staging_ = Tensor::empty({std::int64_t(int_buffer_.nbytes())}, DType::kU8);
+    staging_ =
+        Tensor::empty({std::int64_t(std::max<std::size_t>(l.int_bytes, int_buffer_.nbytes()))}, DType::kU8);
   }
   write_schedule(s, batch_size, nnz_q, staging_.data_as<std::uint8_t>());
-  copy(int_buffer_.view().slice(0, 0, std::int64_t(l.int_bytes)), staging_.view().slice(0, 0, std::int64_t(l.int_bytes)));
+  copy(TensorView(dst, DType::kU8, {std::int64_t(l.int_bytes)}, device_),
+       staging_.view().slice(0, 0, std::int64_t(l.int_bytes)));
 #ifdef KVINFER_WITH_CUDA
   cuda::stream_synchronize(nullptr);  // the staging buffer is rewritten by the next plan
 #endif
 }
 
 ScheduleView PlanWorkspace::view(const WorkspaceLayout& l) const {
-  const auto* ws = int_buffer_.data_as<const std::uint8_t>();
-  auto* fws = float_buffer_.data_as<std::uint8_t>();
+  const auto* ws =
+      static_cast<const std::uint8_t*>(caller_int_.defined() ? caller_int_.data() : int_buffer_.data());
+  auto* fws =
+      static_cast<std::uint8_t*>(caller_float_.defined() ? caller_float_.data() : float_buffer_.data());
   return {reinterpret_cast<const RequestInfo*>(ws + l.requests),
           reinterpret_cast<const WorkItem*>(ws + l.items),
           reinterpret_cast<const MergeToken*>(ws + l.merge_tokens),

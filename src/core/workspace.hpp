@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // The two device buffers of a plan: the int workspace holding the schedule's
 // arrays (written on the host, copied once per plan) and the float workspace for
-// the partial states of split-KV. Shared by every wrapper.
+// the partial states of split-KV. Each buffer is the plan's own (grown as needed)
+// or the caller's (FlashInfer's float_workspace_buffer / int_workspace_buffer): one
+// float buffer may serve every wrapper of a model, since a run() writes and merges
+// its partial states before the next kernel on the stream reads the buffer again.
+// The int buffer holds a plan, so it serves one wrapper.
 #pragma once
 
 #include <string_view>
@@ -41,6 +45,14 @@ class PlanWorkspace {
   // reallocated, so captured pointers stay valid across re-plans.
   PlanWorkspace(Device device, bool fixed) : device_(device), fixed_(fixed) {}
 
+  // Uses the caller's buffers from now on (an absent view: the plan's own buffer).
+  // Checks device, contiguity, alignment and, when a plan is in place (`current`),
+  // that it fits; later plans are checked at their upload. Nothing changes when a
+  // check fails. Returns whether the int buffer changed: the caller then uploads its
+  // schedule again.
+  bool use_buffers(std::string_view op, const TensorView& float_buffer, const TensorView& int_buffer,
+                   const WorkspaceLayout* current);
+
   void upload(std::string_view op, const Schedule& s, std::int64_t batch_size, std::int64_t nnz_q);
   ScheduleView view(const WorkspaceLayout& layout) const;
 
@@ -49,7 +61,13 @@ class PlanWorkspace {
   bool fixed_;
   Tensor int_buffer_;
   Tensor float_buffer_;
+  TensorView caller_int_;  // the caller's buffers, when given
+  TensorView caller_float_;
   Tensor staging_;  // host copy of the int buffer for GPU devices
 };
+
+// The alignment a caller's buffer needs: the kernels read partial states and the
+// schedule's entries in 16-byte vectors (the layout's offsets are multiples of 256).
+inline constexpr std::size_t kWorkspaceAlign = 16;
 
 }  // namespace kvinfer::detail

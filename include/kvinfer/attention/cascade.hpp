@@ -53,6 +53,9 @@ class MultiLevelCascadeAttention {
   MultiLevelCascadeAttention& operator=(MultiLevelCascadeAttention&&) noexcept;
 
   void plan(const CascadePlanArgs& args);
+  // The caller's workspace buffers (see BatchPrefillWithPagedKVCache), cut into one
+  // part per level by each plan(); takes effect at the next plan().
+  void reset_workspace_buffer(const TensorView& float_workspace_buffer, const TensorView& int_workspace_buffer = {});
   // q [nnz_q, Hq, D], out [nnz_q, Hq, D]; options.lse receives the merged LSE.
   void run(const TensorView& q, const PagedKVCache& cache, const TensorView& out,
            const RunOptions& options = {}) const;

@@ -44,6 +44,12 @@ class BatchDecodeWithPagedKVCache {
 
   WorkspaceSize workspace_size(const DecodePlanArgs& args) const;
   void plan(const DecodePlanArgs& args);
+  // Uses the caller's workspace buffers from now on (FlashInfer's float_workspace_buffer
+  // and int_workspace_buffer): contiguous, 16-byte aligned, on the wrapper's device,
+  // of at least workspace_size()'s bytes (plan() throws naming the buffer and the bytes
+  // it needs). One float buffer may serve every wrapper run on one stream; the int
+  // buffer holds this wrapper's plan. An absent view returns to the wrapper's own.
+  void reset_workspace_buffer(const TensorView& float_workspace_buffer, const TensorView& int_workspace_buffer = {});
   // q [batch_size, Hq, D]; out [batch_size, Hq, D]. Allocates nothing.
   void run(const TensorView& q, const PagedKVCache& cache, const TensorView& out,
            const RunOptions& options = {}) const;

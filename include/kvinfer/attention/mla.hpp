@@ -61,6 +61,12 @@ class BatchMLAPagedAttention {
 
   WorkspaceSize workspace_size(const MLAPlanArgs& args) const;
   void plan(const MLAPlanArgs& args);
+  // Uses the caller's workspace buffers from now on (FlashInfer's float_workspace_buffer
+  // and int_workspace_buffer): contiguous, 16-byte aligned, on the wrapper's device,
+  // of at least workspace_size()'s bytes (plan() throws naming the buffer and the bytes
+  // it needs). One float buffer may serve every wrapper run on one stream; the int
+  // buffer holds this wrapper's plan. An absent view returns to the wrapper's own.
+  void reset_workspace_buffer(const TensorView& float_workspace_buffer, const TensorView& int_workspace_buffer = {});
   // q_nope [nnz_q, num_heads, head_dim_ckv]; q_pe [nnz_q, num_heads, head_dim_kpe], absent
   // when head_dim_kpe == 0; out [nnz_q, num_heads, head_dim_ckv]. Allocates nothing.
   void run(const TensorView& q_nope, const TensorView& q_pe, const MLACache& cache, const TensorView& out,

@@ -48,6 +48,12 @@ class BatchPrefillWithRaggedKVCache {
 
   WorkspaceSize workspace_size(const RaggedPrefillPlanArgs& args) const;
   void plan(const RaggedPrefillPlanArgs& args);
+  // Uses the caller's workspace buffers from now on (FlashInfer's float_workspace_buffer
+  // and int_workspace_buffer): contiguous, 16-byte aligned, on the wrapper's device,
+  // of at least workspace_size()'s bytes (plan() throws naming the buffer and the bytes
+  // it needs). One float buffer may serve every wrapper run on one stream; the int
+  // buffer holds this wrapper's plan. An absent view returns to the wrapper's own.
+  void reset_workspace_buffer(const TensorView& float_workspace_buffer, const TensorView& int_workspace_buffer = {});
   // q [nnz_q, Hq, Dqk]; k [nnz_kv, Hk, Dqk] / v [nnz_kv, Hk, Dvo] (HND: [Hk, nnz_kv, D]);
   // out [nnz_q, Hq, Dvo]. Allocates nothing.
   void run(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
@@ -82,6 +88,12 @@ class BatchPrefillWithPagedKVCache {
 
   WorkspaceSize workspace_size(const PagedPrefillPlanArgs& args) const;
   void plan(const PagedPrefillPlanArgs& args);
+  // Uses the caller's workspace buffers from now on (FlashInfer's float_workspace_buffer
+  // and int_workspace_buffer): contiguous, 16-byte aligned, on the wrapper's device,
+  // of at least workspace_size()'s bytes (plan() throws naming the buffer and the bytes
+  // it needs). One float buffer may serve every wrapper run on one stream; the int
+  // buffer holds this wrapper's plan. An absent view returns to the wrapper's own.
+  void reset_workspace_buffer(const TensorView& float_workspace_buffer, const TensorView& int_workspace_buffer = {});
   // q [nnz_q, Hq, D]; out [nnz_q, Hq, D]; cache in the wrapper's layout.
   void run(const TensorView& q, const PagedKVCache& cache, const TensorView& out,
            const RunOptions& options = {}) const;
