@@ -44,6 +44,9 @@ class WrapperBase:
         _REGISTRY[self._handle] = self
 
     def _set_impl(self, impl: Any) -> None:
+        # The C++ wrapper takes float_workspace_buffer at construction.
+        if self._int_workspace_buffer is not None:
+            impl.reset_workspace_buffer(self._float_workspace_buffer, self._int_workspace_buffer)
         self._impl = impl
         self._impl_run = impl.run
 
@@ -58,11 +61,15 @@ class WrapperBase:
         return self._current_stream() if self._cuda else 0
 
     def reset_workspace_buffer(self, float_workspace_buffer: Any, int_workspace_buffer: Optional[Any] = None) -> None:
-        """Replaces the workspace buffers (uint8, on the wrapper's device). An absent
-        int_workspace_buffer keeps the wrapper's own."""
+        """The plans live in the caller's buffers from now on (uint8, contiguous, 16-byte
+        aligned, on the wrapper's device): float_workspace_buffer (one may serve every
+        wrapper of a model run on one stream, as FlashInfer's) and int_workspace_buffer
+        (None keeps the wrapper's own). A plan that needs more raises kvinfer.Error
+        naming the buffer and the bytes it needs."""
+        if self._impl is not None:
+            self._impl.reset_workspace_buffer(float_workspace_buffer, int_workspace_buffer)
         self._float_workspace_buffer = float_workspace_buffer
-        if int_workspace_buffer is not None:
-            self._int_workspace_buffer = int_workspace_buffer
+        self._int_workspace_buffer = int_workspace_buffer
 
     @property
     def float_workspace_buffer(self) -> Any:

@@ -112,9 +112,10 @@ class MultiLevelCascadeAttentionWrapper(WrapperBase):
 
     def reset_workspace_buffer(self, float_workspace_buffer: Any,
                                int_workspace_buffers: Optional[List[Any]] = None) -> None:
-        """Replaces the float workspace (one buffer for every level)."""
-        super().reset_workspace_buffer(float_workspace_buffer)
-        self._int_workspace_buffers = int_workspace_buffers
+        """One float buffer for every level (FlashInfer's signature); kvinfer's cascade is
+        one plan, so int_workspace_buffers[0] (if given) holds it."""
+        super().reset_workspace_buffer(float_workspace_buffer,
+                                       int_workspace_buffers[0] if int_workspace_buffers else None)
 
     def plan(
         self,

@@ -68,7 +68,7 @@ struct WrapperState {
   Device device = Device::cpu();
   KVLayout layout = KVLayout::kNHD;
   DType q = DType::kF16, kv = DType::kF16, o = DType::kF16;
-  nb::object float_workspace;
+  nb::object float_workspace, int_workspace;  // the caller's buffers the plans live in
   std::vector<nb::object> plan_refs;  // kv_indices, a caller-packed mask: run() reads them
   bool planned = false;
 
@@ -85,7 +85,19 @@ class Decode : public WrapperState {
   static constexpr std::string_view kOp = "BatchDecodeWithPagedKVCache";
 
   Decode(nb::handle float_workspace_buffer, const std::string& kv_layout, std::optional<CapacityTuple> capacity)
-      : w_(init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout), to_capacity(capacity)) {}
+      : w_(init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout), to_capacity(capacity)){
+    reset_workspace_buffer(float_workspace_buffer, nb::none());
+  }
+
+  // FlashInfer's float_workspace_buffer (and int_workspace_buffer; None keeps the
+  // wrapper's own): the plans live there from now on.
+  void reset_workspace_buffer(nb::handle float_buffer, nb::handle int_buffer) {
+    const TensorArg f = tensor_out(kOp, "float_workspace_buffer", float_buffer);
+    const TensorArg i = tensor_out(kOp, "int_workspace_buffer", int_buffer, std::nullopt, true);
+    w_.reset_workspace_buffer(f.view, i.view);
+    float_workspace = nb::borrow(float_buffer);
+    int_workspace = nb::borrow(int_buffer);
+  }
 
   void plan(nb::handle indptr, nb::handle indices, nb::handle last_page_len, std::int64_t num_qo_heads,
             std::int64_t num_kv_heads, std::int64_t head_dim, std::int64_t page_size,
@@ -148,7 +160,19 @@ class PagedPrefill : public WrapperState {
 
   PagedPrefill(nb::handle float_workspace_buffer, const std::string& kv_layout,
                std::optional<CapacityTuple> capacity)
-      : w_(init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout), to_capacity(capacity)) {}
+      : w_(init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout), to_capacity(capacity)){
+    reset_workspace_buffer(float_workspace_buffer, nb::none());
+  }
+
+  // FlashInfer's float_workspace_buffer (and int_workspace_buffer; None keeps the
+  // wrapper's own): the plans live there from now on.
+  void reset_workspace_buffer(nb::handle float_buffer, nb::handle int_buffer) {
+    const TensorArg f = tensor_out(kOp, "float_workspace_buffer", float_buffer);
+    const TensorArg i = tensor_out(kOp, "int_workspace_buffer", int_buffer, std::nullopt, true);
+    w_.reset_workspace_buffer(f.view, i.view);
+    float_workspace = nb::borrow(float_buffer);
+    int_workspace = nb::borrow(int_buffer);
+  }
 
   void plan(nb::handle qo_indptr, nb::handle indptr, nb::handle indices, nb::handle last_page_len,
             std::int64_t num_qo_heads, std::int64_t num_kv_heads, std::int64_t head_dim, std::int64_t page_size,
@@ -216,7 +240,19 @@ class RaggedPrefill : public WrapperState {
 
   RaggedPrefill(nb::handle float_workspace_buffer, const std::string& kv_layout,
                 std::optional<CapacityTuple> capacity)
-      : w_(init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout), to_capacity(capacity)) {}
+      : w_(init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout), to_capacity(capacity)){
+    reset_workspace_buffer(float_workspace_buffer, nb::none());
+  }
+
+  // FlashInfer's float_workspace_buffer (and int_workspace_buffer; None keeps the
+  // wrapper's own): the plans live there from now on.
+  void reset_workspace_buffer(nb::handle float_buffer, nb::handle int_buffer) {
+    const TensorArg f = tensor_out(kOp, "float_workspace_buffer", float_buffer);
+    const TensorArg i = tensor_out(kOp, "int_workspace_buffer", int_buffer, std::nullopt, true);
+    w_.reset_workspace_buffer(f.view, i.view);
+    float_workspace = nb::borrow(float_buffer);
+    int_workspace = nb::borrow(int_buffer);
+  }
 
   void plan(nb::handle qo_indptr, nb::handle kv_indptr, std::int64_t num_qo_heads, std::int64_t num_kv_heads,
             std::int64_t head_dim_qk, std::int64_t head_dim_vo, nb::handle custom_mask, bool causal,
@@ -282,7 +318,17 @@ class Cascade : public WrapperState {
   Cascade(int num_levels, nb::handle float_workspace_buffer, const std::string& kv_layout,
           std::vector<CapacityTuple> capacities)
       : w_(num_levels, init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout),
-           to_capacities(capacities)) {}
+           to_capacities(capacities)){
+    reset_workspace_buffer(float_workspace_buffer, nb::none());
+  }
+
+  void reset_workspace_buffer(nb::handle float_buffer, nb::handle int_buffer) {
+    const TensorArg f = tensor_out(kOp, "float_workspace_buffer", float_buffer);
+    const TensorArg i = tensor_out(kOp, "int_workspace_buffer", int_buffer, std::nullopt, true);
+    w_.reset_workspace_buffer(f.view, i.view);
+    float_workspace = nb::borrow(float_buffer);
+    int_workspace = nb::borrow(int_buffer);
+  }
 
   void plan(const std::vector<nb::handle>& qo_indptr, const std::vector<nb::handle>& kv_indptr,
             const std::vector<nb::handle>& kv_indices, const std::vector<nb::handle>& kv_last_page_len,
@@ -365,7 +411,17 @@ class MLA : public WrapperState {
   static constexpr std::string_view kOp = "BatchMLAPagedAttention";
 
   MLA(nb::handle float_workspace_buffer, std::optional<CapacityTuple> capacity)
-      : w_(init(float_workspace_buffer), to_capacity(capacity)) {}
+      : w_(init(float_workspace_buffer), to_capacity(capacity)){
+    reset_workspace_buffer(float_workspace_buffer, nb::none());
+  }
+
+  void reset_workspace_buffer(nb::handle float_buffer, nb::handle int_buffer) {
+    const TensorArg f = tensor_out(kOp, "float_workspace_buffer", float_buffer);
+    const TensorArg i = tensor_out(kOp, "int_workspace_buffer", int_buffer, std::nullopt, true);
+    w_.reset_workspace_buffer(f.view, i.view);
+    float_workspace = nb::borrow(float_buffer);
+    int_workspace = nb::borrow(int_buffer);
+  }
 
   void plan(nb::handle qo_indptr, nb::handle kv_indptr, nb::handle kv_indices, nb::handle kv_len,
             std::int64_t num_heads, std::int64_t head_dim_ckv, std::int64_t head_dim_kpe, std::int64_t page_size,
@@ -435,6 +491,10 @@ class MLA : public WrapperState {
 
 template <class W>
 void common(nb::class_<W>& c) {
+  c.def("reset_workspace_buffer", &W::reset_workspace_buffer, nb::arg("float_workspace_buffer"),
+        nb::arg("int_workspace_buffer").none() = nb::none(),
+        "The caller's workspace buffers (contiguous, 16-byte aligned, on the wrapper's device); a plan that "
+        "needs more raises kvinfer.Error naming the buffer and the bytes.");
   c.def_prop_ro("device", &W::device_name, "The wrapper's device (\"cpu\", \"cuda:0\"), from float_workspace_buffer.")
       .def_prop_ro("planned", [](const W& w) { return w.planned; })
       .def_prop_ro("q_data_type", [](const W& w) { return std::string(dtype_name(w.q)); })
