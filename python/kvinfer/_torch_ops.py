@@ -9,8 +9,7 @@ is named by its integer handle (kvinfer/_wrapper.py): the plan stays in the wrap
 a re-plan between calls of a compiled graph is seen by the next call.
 """
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: torch.library reads the annotations as types.
 import inspect
 import sys
 from typing import Optional

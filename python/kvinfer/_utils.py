@@ -54,8 +54,13 @@ def _short(value: Any) -> str:
     return repr(value)
 
 
+# kvinfer/__init__.py imports torch (where installed) before this module: a module
+# global that torch.compile's tracer reads as a constant.
+_TORCH = sys.modules.get("torch")
+
+
 def _torch():
-    return sys.modules.get("torch")
+    return _TORCH
 
 
 def is_torch_tensor(x: Any) -> bool:
@@ -203,12 +208,9 @@ def current_stream_fn(device: str):
     """The function that gives the raw current stream of `device` ("cuda:N"): torch's
     (read per call, as FlashInfer does), or the legacy default stream without torch."""
     index = int(device.split(":")[1]) if ":" in device else 0
-    torch = _torch()
+    torch = _torch() or sys.modules.get("torch")
     if torch is None:
-        try:
-            import torch  # noqa: F811  (CUDA tensors of a torch program)
-        except ImportError:
-            return lambda: 0
+        return lambda: 0
     raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     if raw is not None:
         return lambda: raw(index)

@@ -8,6 +8,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <chrono>
 #include <tuple>
 #include <vector>
 
@@ -76,7 +77,7 @@ struct WrapperState {
 };
 
 Device workspace_device(std::string_view op, nb::handle float_workspace_buffer) {
-  return tensor_arg(op, "float_workspace_buffer", float_workspace_buffer).view.device();
+  return device_arg(op, "float_workspace_buffer", float_workspace_buffer);
 }
 
 // ---------------------------------------------------------------- decode
@@ -128,6 +129,27 @@ class Decode : public WrapperState {
     q = args.q_dtype, kv = args.kv_dtype, o = args.o_dtype;
     plan_refs = {nb::borrow(indices)};
     planned = true;
+    last_args_ = args;
+    last_keep_ = {a_indptr, a_indices, a_last};
+  }
+
+  // The host cost of one decode step in C++ (bench/python/bench_host.py): the last
+  // plan() again, then `runs` run() calls, timed without Python in between (µs).
+  double time_step(nb::handle q_, nb::handle k_, nb::handle v_, nb::handle out_, int runs,
+                   std::uintptr_t stream) {
+    if (!last_args_) throw Error(kOp, "plan", "(none)", "time_step() needs a plan() first");
+    const TensorArg aq = tensor_arg(kOp, "q", q_, q);
+    const TensorArg ak = tensor_arg(kOp, "paged_kv_cache", k_, kv);
+    const TensorArg av = tensor_arg(kOp, "paged_kv_cache[1]", v_, kv, true);
+    const TensorArg aout = tensor_out(kOp, "out", out_, o);
+    const PagedKVCache cache = paged_cache(kOp, ak, av, layout);
+    const RunOptions options{.stream = as_stream(stream)};
+    nb::gil_scoped_release release;
+    const auto t0 = std::chrono::steady_clock::now();
+    w_.plan(*last_args_);
+    for (int r = 0; r < runs; ++r) w_.run(aq.view, cache, aout.view, options);
+    const auto t1 = std::chrono::steady_clock::now();
+    return std::chrono::duration<double, std::micro>(t1 - t0).count();
   }
 
   void run(nb::handle q_, nb::handle k_, nb::handle v_, nb::handle out_, nb::handle lse_, float k_scale,
@@ -151,6 +173,8 @@ class Decode : public WrapperState {
     return device;
   }
   BatchDecodeWithPagedKVCache w_;
+  std::optional<DecodePlanArgs> last_args_;
+  std::vector<TensorArg> last_keep_;  // the arrays last_args_ points into
 };
 
 // ---------------------------------------------------------------- paged prefill
@@ -521,7 +545,10 @@ void bind_attention(nb::module_& m) {
            arg("logits_soft_cap"), arg("sm_scale").none(), arg("rope_scale"), arg("rope_theta"), arg("q_data_type"),
            arg("kv_data_type"), arg("o_data_type"), arg("fixed_split_size"), arg("disable_split_kv"))
       .def("run", &Decode::run, arg("q"), arg("k").none(), arg("v").none(), arg("out").none(), arg("lse").none(),
-           arg("k_scale"), arg("v_scale"), arg("stream"), arg("enable_pdl").none(), run_doc);
+           arg("k_scale"), arg("v_scale"), arg("stream"), arg("enable_pdl").none(), run_doc)
+      .def("time_step", &Decode::time_step, arg("q"), arg("k"), arg("v").none(), arg("out"), arg("runs"),
+           arg("stream"),
+           "Benchmark hook: the last plan() again plus `runs` run() calls, timed in C++ (microseconds).");
   common(decode);
 
   nb::class_<PagedPrefill> paged(m, "BatchPrefillWithPagedKVCache",

@@ -54,7 +54,7 @@ NB_MODULE(_kvinfer, m) {
   m.def(
       "device_of",
       [](nb::handle array) {
-        return kvinfer::to_string(tensor_arg("device_of", "array", array).view.device());
+        return kvinfer::to_string(device_arg("device_of", "array", array));
       },
       nb::arg("array"), "The kvinfer device of an array (\"cpu\", \"cuda:0\"), read through DLPack.");
 

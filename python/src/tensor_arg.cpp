@@ -3,6 +3,7 @@
 
 #include <nanobind/stl/string.h>
 
+#include <algorithm>
 #include <array>
 #include <string>
 
@@ -129,9 +130,20 @@ TensorArg convert(std::string_view op, std::string_view name, nb::handle obj, st
     fail(op, std::string(name) + ".ndim", std::to_string(rank), "kvinfer tensors have at most 6 dims");
   }
   std::array<std::int64_t, kMaxRank> shape{}, strides{};
+  std::int64_t numel = 1;
   for (std::size_t i = 0; i < rank; ++i) {
     shape[i] = std::int64_t(array.shape(i));
     strides[i] = std::int64_t(array.stride(i));
+    numel *= shape[i];
+  }
+  if (numel == 0) {
+    // An empty array addresses no element; exporters give it arbitrary strides (numpy's
+    // DLPack: zeros), so it is taken as contiguous.
+    std::int64_t s = 1;
+    for (std::size_t i = rank; i-- > 0;) {
+      strides[i] = s;
+      s *= std::max<std::int64_t>(shape[i], 1);
+    }
   }
   const dl::dtype t = array.dtype();
   std::optional<DType> dtype = named ? named : from_dlpack(t);
@@ -153,6 +165,15 @@ TensorArg convert(std::string_view op, std::string_view name, nb::handle obj, st
 }
 
 }  // namespace
+
+Device device_arg(std::string_view op, std::string_view name, nb::handle obj) {
+  nb::ndarray<nb::ro> array;
+  if (!nb::try_cast<nb::ndarray<nb::ro>>(obj, array, /*convert=*/false)) {
+    if (raw_dtype(obj)) return tensor_arg(op, name, obj).view.device();
+    fail(op, name, py_type_name(obj), "must be an array with __dlpack__ or the buffer protocol (numpy, torch, ...)");
+  }
+  return to_device(op, name, array.device_type(), array.device_id(), obj);
+}
 
 TensorArg tensor_arg(std::string_view op, std::string_view name, nb::handle obj, std::optional<DType> hint,
                      bool optional) {

@@ -47,6 +47,9 @@ TensorArg tensor_arg(std::string_view op, std::string_view name, nb::handle obj,
 TensorArg tensor_out(std::string_view op, std::string_view name, nb::handle obj,
                      std::optional<DType> hint = std::nullopt, bool optional = false);
 
+// The device of an array of any element type (a workspace buffer's).
+Device device_arg(std::string_view op, std::string_view name, nb::handle obj);
+
 // FlashInfer's dtype strings ("float16", "bfloat16", "float8_e4m3fn", "half", ...) and
 // kvinfer's own names.
 DType dtype_arg(std::string_view op, std::string_view name, std::string_view value);
