@@ -80,3 +80,28 @@ def test_every_wrapper_takes_the_buffer(rng):
     table = page_table(rng, [9], 4)
     w = kvinfer.BatchPrefillWithPagedKVCacheWrapper(np.zeros(32, np.uint8))
     w.plan(qo, *table[:3], 4, 4, 64, 4)  # no split: no float bytes needed
+
+
+def test_host_cost_benchmark_runs(rng, capsys):
+    """bench/python/bench_host.py end to end (a few steps), and its C++ timing hook."""
+    import importlib.util
+    import os
+
+    table, cache, q, (hq, hk, d, ps) = setup(rng)
+    w = kvinfer.BatchDecodeWithPagedKVCacheWrapper(np.zeros(8 << 20, np.uint8))
+    w.plan(*table[:3], hq, hk, d, ps)
+    out = np.empty_like(q)
+    assert w._impl.time_step(q, cache, None, out, 2, 0) > 0
+    assert_close(out, expected(q, cache, table), ATOL["float16"], "time_step out")
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "python", "bench_host.py")
+    spec = importlib.util.spec_from_file_location("bench_host", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    import sys
+    argv, sys.argv = sys.argv, ["bench_host.py", "--device", "cpu", "--steps", "3", "--batches", "1",
+                                "--no-flashinfer"]
+    try:
+        assert bench.main() == 0
+    finally:
+        sys.argv = argv
+    assert "| kvinfer c++ | 1 |" in capsys.readouterr().out
