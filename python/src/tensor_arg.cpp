@@ -94,6 +94,63 @@ Device to_device(std::string_view op, std::string_view name, int device_type, in
   }
 }
 
+// DLPack's C exchange API (DLPack 1.2; torch.Tensor and others expose it as the type
+// attribute __dlpack_c_exchange_api__, a capsule "dlpack_exchange_api"): the tensor's
+// metadata read in C, without the Python-level __dlpack__ call and its capsule, which
+// are most of a torch tensor's conversion cost. The layout is DLPack's dlpack.h.
+struct DLPackVersionC {
+  std::uint32_t major, minor;
+};
+struct DLPackExchangeAPIHeaderC {
+  DLPackVersionC version;
+  DLPackExchangeAPIHeaderC* prev_api;
+};
+struct DLPackExchangeAPIC {
+  DLPackExchangeAPIHeaderC header;
+  void* managed_tensor_allocator;
+  void* managed_tensor_from_py_object_no_sync;
+  void* managed_tensor_to_py_object_no_sync;
+  int (*dltensor_from_py_object_no_sync)(void* py_object, dl::dltensor* out);
+  void* current_work_stream;
+};
+
+// The API of obj's type, or null; one lookup per type (kept for the process: types
+// that carry the attribute are the frameworks' tensor classes).
+const DLPackExchangeAPIC* exchange_api(nb::handle obj) {
+  static PyTypeObject* last_type = nullptr;
+  static const DLPackExchangeAPIC* last_api = nullptr;
+  PyTypeObject* tp = Py_TYPE(obj.ptr());
+  if (tp == last_type) return last_api;
+  const DLPackExchangeAPIC* api = nullptr;
+  PyObject* attr = PyObject_GetAttrString(reinterpret_cast<PyObject*>(tp), "__dlpack_c_exchange_api__");
+  if (attr == nullptr) {
+    PyErr_Clear();
+  } else {
+    if (PyCapsule_IsValid(attr, "dlpack_exchange_api")) {
+      auto* a = static_cast<const DLPackExchangeAPIC*>(PyCapsule_GetPointer(attr, "dlpack_exchange_api"));
+      if (a != nullptr && a->header.version.major == 1 && a->header.version.minor >= 2 &&
+          a->dltensor_from_py_object_no_sync != nullptr) {
+        api = a;
+      }
+    }
+    Py_DECREF(attr);
+  }
+  Py_INCREF(tp);  // the cached type stays valid
+  if (last_type) Py_DECREF(last_type);
+  last_type = tp;
+  last_api = api;
+  return api;
+}
+
+// What a TensorView is made of, from either import path.
+struct Descriptor {
+  void* data = nullptr;
+  int device_type = 0, device_id = 0;
+  std::size_t ndim = 0;
+  dl::dtype dtype{};
+  std::array<std::int64_t, kMaxRank> shape{}, strides{};
+};
+
 template <bool Writable>
 TensorArg convert(std::string_view op, std::string_view name, nb::handle obj, std::optional<DType> hint,
                   bool optional) {
@@ -103,49 +160,81 @@ TensorArg convert(std::string_view op, std::string_view name, nb::handle obj, st
     fail(op, name, "None", "is required: an array (numpy, torch, or any object with __dlpack__)");
   }
   std::optional<DType> named;  // the dtype of a raw-storage view
-  using Array = std::conditional_t<Writable, nb::ndarray<>, nb::ndarray<nb::ro>>;
-  Array array;
-  // No implicit conversion: a call never copies a tensor.
-  bool ok = nb::try_cast<Array>(obj, array, /*convert=*/false);
-  if (!ok) {
-    if (std::optional<RawDType> raw = raw_dtype(obj)) {
-      nb::object uint_dtype = nb::str(raw->uint_name);
-      const std::string module = nb::cast<std::string>(nb::str(obj.type().attr("__module__")));
-      if (module.rfind("torch", 0) == 0) uint_dtype = nb::module_::import_("torch").attr(raw->uint_name);
-      out.source = obj.attr("view")(uint_dtype);
-      ok = nb::try_cast<Array>(out.source, array, /*convert=*/false);
-      named = raw->dtype;
+  Descriptor d;
+  bool have = false;
+  if (const DLPackExchangeAPIC* api = exchange_api(obj)) {
+    dl::dltensor t{};
+    if (api->dltensor_from_py_object_no_sync(obj.ptr(), &t) == 0) {
+      if (t.ndim < 0 || t.ndim > kMaxRank) {
+        fail(op, std::string(name) + ".ndim", std::to_string(t.ndim), "kvinfer tensors have at most 6 dims");
+      }
+      have = true;
+      d.data = static_cast<std::uint8_t*>(t.data) + t.byte_offset;
+      d.device_type = t.device.device_type;
+      d.device_id = t.device.device_id;
+      d.ndim = std::size_t(t.ndim);
+      d.dtype = t.dtype;
+      std::int64_t contiguous = 1;
+      for (std::size_t i = d.ndim; i-- > 0;) {
+        d.shape[i] = t.shape[i];
+        d.strides[i] = t.strides ? t.strides[i] : contiguous;
+        contiguous *= t.shape[i];
+      }
+    } else {
+      PyErr_Clear();  // a dtype the exporter cannot describe: the DLPack path below
     }
   }
-  if (!ok) {
-    const bool read_only = Writable && nb::try_cast<nb::ndarray<nb::ro>>(obj, out.array, false);
-    fail(op, name, py_type_name(obj),
-         read_only ? "must be writable (it is an output)"
-                   : "must be an array with __dlpack__ or the buffer protocol (numpy, torch, ...)");
+  if (!have) {
+    using Array = std::conditional_t<Writable, nb::ndarray<>, nb::ndarray<nb::ro>>;
+    Array array;
+    // No implicit conversion: a call never copies a tensor.
+    bool ok = nb::try_cast<Array>(obj, array, /*convert=*/false);
+    if (!ok) {
+      if (std::optional<RawDType> raw = raw_dtype(obj)) {
+        nb::object uint_dtype = nb::str(raw->uint_name);
+        const std::string module = nb::cast<std::string>(nb::str(obj.type().attr("__module__")));
+        if (module.rfind("torch", 0) == 0) uint_dtype = nb::module_::import_("torch").attr(raw->uint_name);
+        out.source = obj.attr("view")(uint_dtype);
+        ok = nb::try_cast<Array>(out.source, array, /*convert=*/false);
+        named = raw->dtype;
+      }
+    }
+    if (!ok) {
+      const bool read_only = Writable && nb::try_cast<nb::ndarray<nb::ro>>(obj, out.array, false);
+      fail(op, name, py_type_name(obj),
+           read_only ? "must be writable (it is an output)"
+                     : "must be an array with __dlpack__ or the buffer protocol (numpy, torch, ...)");
+    }
+    out.array = nb::ndarray<nb::ro>(array);
+    d.ndim = array.ndim();
+    if (d.ndim > std::size_t(kMaxRank)) {
+      fail(op, std::string(name) + ".ndim", std::to_string(d.ndim), "kvinfer tensors have at most 6 dims");
+    }
+    d.data = const_cast<void*>(static_cast<const void*>(array.data()));
+    d.device_type = array.device_type();
+    d.device_id = array.device_id();
+    d.dtype = array.dtype();
+    for (std::size_t i = 0; i < d.ndim; ++i) {
+      d.shape[i] = std::int64_t(array.shape(i));
+      d.strides[i] = std::int64_t(array.stride(i));
+    }
   }
-  out.array = nb::ndarray<nb::ro>(array);
 
-  const std::size_t rank = array.ndim();
-  if (rank > std::size_t(kMaxRank)) {
-    fail(op, std::string(name) + ".ndim", std::to_string(rank), "kvinfer tensors have at most 6 dims");
-  }
-  std::array<std::int64_t, kMaxRank> shape{}, strides{};
+  const std::size_t rank = d.ndim;
+  std::array<std::int64_t, kMaxRank>& shape = d.shape;
+  std::array<std::int64_t, kMaxRank>& strides = d.strides;
   std::int64_t numel = 1;
-  for (std::size_t i = 0; i < rank; ++i) {
-    shape[i] = std::int64_t(array.shape(i));
-    strides[i] = std::int64_t(array.stride(i));
-    numel *= shape[i];
-  }
+  for (std::size_t i = 0; i < rank; ++i) numel *= shape[i];
   if (numel == 0) {
     // An empty array addresses no element; exporters give it arbitrary strides (numpy's
     // DLPack: zeros), so it is taken as contiguous.
-    std::int64_t s = 1;
+    std::int64_t st = 1;
     for (std::size_t i = rank; i-- > 0;) {
-      strides[i] = s;
-      s *= std::max<std::int64_t>(shape[i], 1);
+      strides[i] = st;
+      st *= std::max<std::int64_t>(shape[i], 1);
     }
   }
-  const dl::dtype t = array.dtype();
+  const dl::dtype t = d.dtype;
   std::optional<DType> dtype = named ? named : from_dlpack(t);
   const bool raw16 = dl::dtype_code(t.code) == dl::dtype_code::UInt && t.bits == 16 && t.lanes == 1;
   if (!named && hint && ((raw16 && is_half(*hint)) || (dtype == DType::kU8 && is_fp8(*hint)))) dtype = hint;
@@ -157,8 +246,8 @@ TensorArg convert(std::string_view op, std::string_view name, nb::handle obj, st
                 "or bool";
     fail(op, std::string(name) + ".dtype", dlpack_dtype_name(t), rule);
   }
-  const Device device = to_device(op, name, array.device_type(), array.device_id(), obj);
-  out.view = TensorView(const_cast<void*>(static_cast<const void*>(array.data())), *dtype,
+  const Device device = to_device(op, name, d.device_type, d.device_id, obj);
+  out.view = TensorView(d.data, *dtype,
                         std::span<const std::int64_t>(shape.data(), rank),
                         std::span<const std::int64_t>(strides.data(), rank), device);
   return out;
