@@ -309,6 +309,14 @@ def test_module_layout():
             assert getattr(mod, n) is getattr(kvinfer, n)
 
 
+def test_typing_stub_next_to_the_module():
+    import os
+    stub = os.path.join(os.path.dirname(kvinfer._kvinfer.__file__), "_kvinfer.pyi")
+    assert os.path.exists(stub), "nanobind's stubgen output is missing"
+    text = open(stub).read()
+    assert "class BatchDecodeWithPagedKVCache" in text and "def reset_workspace_buffer" in text
+
+
 def test_outputs_are_written_in_place(rng):
     """No copies: an append into a strided view of a larger array lands in that array."""
     big = np.zeros((6, 2, 4, 2, 64 * 2), np.float16)
