@@ -47,7 +47,10 @@ SplitOptions split_options(std::int64_t fixed_split_size, bool disable_split_kv)
 
 RunOptions run_options(const TensorArg& lse, float k_scale, float v_scale, std::uintptr_t stream,
                        std::optional<bool> enable_pdl) {
-  return {.lse = lse.view, .k_scale = k_scale, .v_scale = v_scale, .stream = as_stream(stream),
+  return {.lse = lse.view,
+          .k_scale = k_scale,
+          .v_scale = v_scale,
+          .stream = as_stream(stream),
           .enable_pdl = enable_pdl};
 }
 
@@ -70,7 +73,7 @@ struct WrapperState {
   KVLayout layout = KVLayout::kNHD;
   DType q = DType::kF16, kv = DType::kF16, o = DType::kF16;
   nb::object float_workspace, int_workspace;  // the caller's buffers the plans live in
-  std::vector<nb::object> plan_refs;  // kv_indices, a caller-packed mask: run() reads them
+  std::vector<nb::object> plan_refs;          // kv_indices, a caller-packed mask: run() reads them
   bool planned = false;
 
   std::string device_name() const { return to_string(device); }
@@ -85,8 +88,9 @@ class Decode : public WrapperState {
  public:
   static constexpr std::string_view kOp = "BatchDecodeWithPagedKVCache";
 
-  Decode(nb::handle float_workspace_buffer, const std::string& kv_layout, std::optional<CapacityTuple> capacity)
-      : w_(init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout), to_capacity(capacity)){
+  Decode(nb::handle float_workspace_buffer, const std::string& kv_layout,
+         std::optional<CapacityTuple> capacity)
+      : w_(init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout), to_capacity(capacity)) {
     reset_workspace_buffer(float_workspace_buffer, nb::none());
   }
 
@@ -115,8 +119,8 @@ class Decode : public WrapperState {
         .num_kv_heads = num_kv_heads,
         .head_dim = head_dim,
         .page_size = page_size,
-        .options = attention_options(kOp, MaskMode::kNone, pos_encoding_mode, window_left, logits_soft_cap, sm_scale,
-                                     rope_scale, rope_theta, "auto"),
+        .options = attention_options(kOp, MaskMode::kNone, pos_encoding_mode, window_left, logits_soft_cap,
+                                     sm_scale, rope_scale, rope_theta, "auto"),
         .q_dtype = dtype_arg(kOp, "q_data_type", q_dtype),
         .kv_dtype = dtype_arg(kOp, "kv_data_type", kv_dtype),
         .o_dtype = dtype_arg(kOp, "o_data_type", o_dtype),
@@ -184,7 +188,7 @@ class PagedPrefill : public WrapperState {
 
   PagedPrefill(nb::handle float_workspace_buffer, const std::string& kv_layout,
                std::optional<CapacityTuple> capacity)
-      : w_(init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout), to_capacity(capacity)){
+      : w_(init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout), to_capacity(capacity)) {
     reset_workspace_buffer(float_workspace_buffer, nb::none());
   }
 
@@ -199,11 +203,12 @@ class PagedPrefill : public WrapperState {
   }
 
   void plan(nb::handle qo_indptr, nb::handle indptr, nb::handle indices, nb::handle last_page_len,
-            std::int64_t num_qo_heads, std::int64_t num_kv_heads, std::int64_t head_dim, std::int64_t page_size,
-            nb::handle custom_mask, bool causal, const std::string& pos_encoding_mode, int window_left,
-            float logits_soft_cap, std::optional<float> sm_scale, float rope_scale, float rope_theta,
-            const std::string& q_dtype, const std::string& kv_dtype, const std::string& o_dtype,
-            std::int64_t fixed_split_size, bool disable_split_kv, const std::string& backend) {
+            std::int64_t num_qo_heads, std::int64_t num_kv_heads, std::int64_t head_dim,
+            std::int64_t page_size, nb::handle custom_mask, bool causal, const std::string& pos_encoding_mode,
+            int window_left, float logits_soft_cap, std::optional<float> sm_scale, float rope_scale,
+            float rope_theta, const std::string& q_dtype, const std::string& kv_dtype,
+            const std::string& o_dtype, std::int64_t fixed_split_size, bool disable_split_kv,
+            const std::string& backend) {
     const TensorArg a_qo = tensor_arg(kOp, "qo_indptr", qo_indptr);
     const TensorArg a_indptr = tensor_arg(kOp, "kv_indptr", indptr);
     const TensorArg a_indices = tensor_arg(kOp, "kv_indices", indices);
@@ -264,7 +269,7 @@ class RaggedPrefill : public WrapperState {
 
   RaggedPrefill(nb::handle float_workspace_buffer, const std::string& kv_layout,
                 std::optional<CapacityTuple> capacity)
-      : w_(init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout), to_capacity(capacity)){
+      : w_(init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout), to_capacity(capacity)) {
     reset_workspace_buffer(float_workspace_buffer, nb::none());
   }
 
@@ -342,7 +347,7 @@ class Cascade : public WrapperState {
   Cascade(int num_levels, nb::handle float_workspace_buffer, const std::string& kv_layout,
           std::vector<CapacityTuple> capacities)
       : w_(num_levels, init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout),
-           to_capacities(capacities)){
+           to_capacities(capacities)) {
     reset_workspace_buffer(float_workspace_buffer, nb::none());
   }
 
@@ -356,10 +361,10 @@ class Cascade : public WrapperState {
 
   void plan(const std::vector<nb::handle>& qo_indptr, const std::vector<nb::handle>& kv_indptr,
             const std::vector<nb::handle>& kv_indices, const std::vector<nb::handle>& kv_last_page_len,
-            std::int64_t num_qo_heads, std::int64_t num_kv_heads, std::int64_t head_dim, std::int64_t page_size,
-            bool causal, const std::string& pos_encoding_mode, int window_left, float logits_soft_cap,
-            std::optional<float> sm_scale, float rope_scale, float rope_theta, const std::string& q_dtype,
-            const std::string& kv_dtype, const std::string& o_dtype) {
+            std::int64_t num_qo_heads, std::int64_t num_kv_heads, std::int64_t head_dim,
+            std::int64_t page_size, bool causal, const std::string& pos_encoding_mode, int window_left,
+            float logits_soft_cap, std::optional<float> sm_scale, float rope_scale, float rope_theta,
+            const std::string& q_dtype, const std::string& kv_dtype, const std::string& o_dtype) {
     const std::size_t n = qo_indptr.size();
     for (auto [name, size] : {std::pair{"paged_kv_indptr_arr", kv_indptr.size()},
                               std::pair{"paged_kv_indices_arr", kv_indices.size()},
@@ -379,7 +384,8 @@ class Cascade : public WrapperState {
       const TensorArg& qo = keep.emplace_back(tensor_arg(kOp, "qo_indptr_arr" + l, qo_indptr[i]));
       const TensorArg& ip = keep.emplace_back(tensor_arg(kOp, "paged_kv_indptr_arr" + l, kv_indptr[i]));
       const TensorArg& ix = keep.emplace_back(tensor_arg(kOp, "paged_kv_indices_arr" + l, kv_indices[i]));
-      const TensorArg& lp = keep.emplace_back(tensor_arg(kOp, "paged_kv_last_page_len" + l, kv_last_page_len[i]));
+      const TensorArg& lp =
+          keep.emplace_back(tensor_arg(kOp, "paged_kv_last_page_len" + l, kv_last_page_len[i]));
       args.levels.push_back({.qo_indptr = qo.view, .page_table = page_table(kOp, ip, ix, lp)});
     }
     args.num_qo_heads = num_qo_heads;
@@ -435,7 +441,7 @@ class MLA : public WrapperState {
   static constexpr std::string_view kOp = "BatchMLAPagedAttention";
 
   MLA(nb::handle float_workspace_buffer, std::optional<CapacityTuple> capacity)
-      : w_(init(float_workspace_buffer), to_capacity(capacity)){
+      : w_(init(float_workspace_buffer), to_capacity(capacity)) {
     reset_workspace_buffer(float_workspace_buffer, nb::none());
   }
 
@@ -448,9 +454,10 @@ class MLA : public WrapperState {
   }
 
   void plan(nb::handle qo_indptr, nb::handle kv_indptr, nb::handle kv_indices, nb::handle kv_len,
-            std::int64_t num_heads, std::int64_t head_dim_ckv, std::int64_t head_dim_kpe, std::int64_t page_size,
-            bool causal, std::optional<float> sm_scale, const std::string& q_dtype, const std::string& kv_dtype,
-            std::optional<std::string> o_dtype, std::int64_t fixed_split_size, bool disable_split_kv) {
+            std::int64_t num_heads, std::int64_t head_dim_ckv, std::int64_t head_dim_kpe,
+            std::int64_t page_size, bool causal, std::optional<float> sm_scale, const std::string& q_dtype,
+            const std::string& kv_dtype, std::optional<std::string> o_dtype, std::int64_t fixed_split_size,
+            bool disable_split_kv) {
     const TensorArg a_qo = tensor_arg(kOp, "qo_indptr", qo_indptr);
     const TensorArg a_kv = tensor_arg(kOp, "kv_indptr", kv_indptr);
     const TensorArg a_ix = tensor_arg(kOp, "kv_indices", kv_indices);
@@ -483,8 +490,8 @@ class MLA : public WrapperState {
 
   // q_pe None: q_nope is the packed query [nnz, H, ckv + kpe] (sliced here, no copy);
   // kpe None: ckv is the packed cache [pages, page_size, ckv + kpe].
-  void run(nb::handle q_nope, nb::handle q_pe, nb::handle ckv, nb::handle kpe, nb::handle out_, nb::handle lse_,
-           bool lse_base_e, float ckv_scale, float kpe_scale, std::uintptr_t stream) const {
+  void run(nb::handle q_nope, nb::handle q_pe, nb::handle ckv, nb::handle kpe, nb::handle out_,
+           nb::handle lse_, bool lse_base_e, float ckv_scale, float kpe_scale, std::uintptr_t stream) const {
     const TensorArg an = tensor_arg(kOp, "q_nope", q_nope, q);
     const TensorArg ap = tensor_arg(kOp, "q_pe", q_pe, q, true);
     const TensorArg ac = tensor_arg(kOp, "ckv_cache", ckv, kv);
@@ -496,9 +503,13 @@ class MLA : public WrapperState {
       qp = qn.slice(-1, head_dim_ckv_, qn.size(-1));
       qn = qn.slice(-1, 0, head_dim_ckv_);
     }
-    const MLACache cache = ak.defined() ? MLACache::pair(ac.view, ak.view) : MLACache::combined(ac.view, head_dim_ckv_);
-    const MLARunOptions options{.lse = alse.view, .lse_base_e = lse_base_e, .ckv_scale = ckv_scale,
-                                .kpe_scale = kpe_scale, .stream = as_stream(stream)};
+    const MLACache cache =
+        ak.defined() ? MLACache::pair(ac.view, ak.view) : MLACache::combined(ac.view, head_dim_ckv_);
+    const MLARunOptions options{.lse = alse.view,
+                                .lse_base_e = lse_base_e,
+                                .ckv_scale = ckv_scale,
+                                .kpe_scale = kpe_scale,
+                                .stream = as_stream(stream)};
     nb::gil_scoped_release release;
     w_.run(qn, qp, cache, aout.view, options);
   }
@@ -519,7 +530,8 @@ void common(nb::class_<W>& c) {
         nb::arg("int_workspace_buffer").none() = nb::none(),
         "The caller's workspace buffers (contiguous, 16-byte aligned, on the wrapper's device); a plan that "
         "needs more raises kvinfer.Error naming the buffer and the bytes.");
-  c.def_prop_ro("device", &W::device_name, "The wrapper's device (\"cpu\", \"cuda:0\"), from float_workspace_buffer.")
+  c.def_prop_ro("device", &W::device_name,
+                "The wrapper's device (\"cpu\", \"cuda:0\"), from float_workspace_buffer.")
       .def_prop_ro("planned", [](const W& w) { return w.planned; })
       .def_prop_ro("q_data_type", [](const W& w) { return std::string(dtype_name(w.q)); })
       .def_prop_ro("kv_data_type", [](const W& w) { return std::string(dtype_name(w.kv)); })
@@ -535,17 +547,20 @@ void bind_attention(nb::module_& m) {
       "run(q, k, v, out, lse, k_scale, v_scale, stream, enable_pdl): one call of the plan. v None: k is the "
       "5-D paged cache. Allocates nothing; every tensor on the wrapper's device.";
 
-  nb::class_<Decode> decode(m, "BatchDecodeWithPagedKVCache",
-                            "kvinfer::BatchDecodeWithPagedKVCache; kvinfer.decode wraps it with FlashInfer's API.");
+  nb::class_<Decode> decode(
+      m, "BatchDecodeWithPagedKVCache",
+      "kvinfer::BatchDecodeWithPagedKVCache; kvinfer.decode wraps it with FlashInfer's API.");
   decode
-      .def(nb::init<nb::handle, const std::string&, std::optional<CapacityTuple>>(), arg("float_workspace_buffer"),
-           arg("kv_layout") = "NHD", arg("capacity").none() = none)
+      .def(nb::init<nb::handle, const std::string&, std::optional<CapacityTuple>>(),
+           arg("float_workspace_buffer"), arg("kv_layout") = "NHD", arg("capacity").none() = none)
       .def("plan", &Decode::plan, arg("indptr"), arg("indices"), arg("last_page_len"), arg("num_qo_heads"),
-           arg("num_kv_heads"), arg("head_dim"), arg("page_size"), arg("pos_encoding_mode"), arg("window_left"),
-           arg("logits_soft_cap"), arg("sm_scale").none(), arg("rope_scale"), arg("rope_theta"), arg("q_data_type"),
-           arg("kv_data_type"), arg("o_data_type"), arg("fixed_split_size"), arg("disable_split_kv"))
-      .def("run", &Decode::run, arg("q"), arg("k").none(), arg("v").none(), arg("out").none(), arg("lse").none(),
-           arg("k_scale"), arg("v_scale"), arg("stream"), arg("enable_pdl").none(), run_doc)
+           arg("num_kv_heads"), arg("head_dim"), arg("page_size"), arg("pos_encoding_mode"),
+           arg("window_left"), arg("logits_soft_cap"), arg("sm_scale").none(), arg("rope_scale"),
+           arg("rope_theta"), arg("q_data_type"), arg("kv_data_type"), arg("o_data_type"),
+           arg("fixed_split_size"), arg("disable_split_kv"))
+      .def("run", &Decode::run, arg("q"), arg("k").none(), arg("v").none(), arg("out").none(),
+           arg("lse").none(), arg("k_scale"), arg("v_scale"), arg("stream"), arg("enable_pdl").none(),
+           run_doc)
       .def("time_step", &Decode::time_step, arg("q"), arg("k"), arg("v").none(), arg("out"), arg("runs"),
            arg("stream"),
            "Benchmark hook: the last plan() again plus `runs` run() calls, timed in C++ (microseconds).");
@@ -554,29 +569,33 @@ void bind_attention(nb::module_& m) {
   nb::class_<PagedPrefill> paged(m, "BatchPrefillWithPagedKVCache",
                                  "kvinfer::BatchPrefillWithPagedKVCache; kvinfer.prefill wraps it.");
   paged
-      .def(nb::init<nb::handle, const std::string&, std::optional<CapacityTuple>>(), arg("float_workspace_buffer"),
-           arg("kv_layout") = "NHD", arg("capacity").none() = none)
+      .def(nb::init<nb::handle, const std::string&, std::optional<CapacityTuple>>(),
+           arg("float_workspace_buffer"), arg("kv_layout") = "NHD", arg("capacity").none() = none)
       .def("plan", &PagedPrefill::plan, arg("qo_indptr"), arg("indptr"), arg("indices"), arg("last_page_len"),
-           arg("num_qo_heads"), arg("num_kv_heads"), arg("head_dim"), arg("page_size"), arg("custom_mask").none(),
-           arg("causal"), arg("pos_encoding_mode"), arg("window_left"), arg("logits_soft_cap"),
-           arg("sm_scale").none(), arg("rope_scale"), arg("rope_theta"), arg("q_data_type"), arg("kv_data_type"),
-           arg("o_data_type"), arg("fixed_split_size"), arg("disable_split_kv"), arg("backend"))
+           arg("num_qo_heads"), arg("num_kv_heads"), arg("head_dim"), arg("page_size"),
+           arg("custom_mask").none(), arg("causal"), arg("pos_encoding_mode"), arg("window_left"),
+           arg("logits_soft_cap"), arg("sm_scale").none(), arg("rope_scale"), arg("rope_theta"),
+           arg("q_data_type"), arg("kv_data_type"), arg("o_data_type"), arg("fixed_split_size"),
+           arg("disable_split_kv"), arg("backend"))
       .def("run", &PagedPrefill::run, arg("q"), arg("k").none(), arg("v").none(), arg("out").none(),
-           arg("lse").none(), arg("k_scale"), arg("v_scale"), arg("stream"), arg("enable_pdl").none(), run_doc);
+           arg("lse").none(), arg("k_scale"), arg("v_scale"), arg("stream"), arg("enable_pdl").none(),
+           run_doc);
   common(paged);
 
   nb::class_<RaggedPrefill> ragged(m, "BatchPrefillWithRaggedKVCache",
                                    "kvinfer::BatchPrefillWithRaggedKVCache; kvinfer.prefill wraps it.");
   ragged
-      .def(nb::init<nb::handle, const std::string&, std::optional<CapacityTuple>>(), arg("float_workspace_buffer"),
-           arg("kv_layout") = "NHD", arg("capacity").none() = none)
+      .def(nb::init<nb::handle, const std::string&, std::optional<CapacityTuple>>(),
+           arg("float_workspace_buffer"), arg("kv_layout") = "NHD", arg("capacity").none() = none)
       .def("plan", &RaggedPrefill::plan, arg("qo_indptr"), arg("kv_indptr"), arg("num_qo_heads"),
-           arg("num_kv_heads"), arg("head_dim_qk"), arg("head_dim_vo"), arg("custom_mask").none(), arg("causal"),
-           arg("pos_encoding_mode"), arg("window_left"), arg("logits_soft_cap"), arg("sm_scale").none(),
-           arg("rope_scale"), arg("rope_theta"), arg("q_data_type"), arg("kv_data_type"), arg("o_data_type"),
-           arg("fixed_split_size"), arg("disable_split_kv"), arg("backend"))
+           arg("num_kv_heads"), arg("head_dim_qk"), arg("head_dim_vo"), arg("custom_mask").none(),
+           arg("causal"), arg("pos_encoding_mode"), arg("window_left"), arg("logits_soft_cap"),
+           arg("sm_scale").none(), arg("rope_scale"), arg("rope_theta"), arg("q_data_type"),
+           arg("kv_data_type"), arg("o_data_type"), arg("fixed_split_size"), arg("disable_split_kv"),
+           arg("backend"))
       .def("run", &RaggedPrefill::run, arg("q"), arg("k").none(), arg("v").none(), arg("out").none(),
-           arg("lse").none(), arg("k_scale"), arg("v_scale"), arg("stream"), arg("enable_pdl").none(), run_doc);
+           arg("lse").none(), arg("k_scale"), arg("v_scale"), arg("stream"), arg("enable_pdl").none(),
+           run_doc);
   common(ragged);
 
   nb::class_<Cascade> cascade(m, "MultiLevelCascadeAttention",
@@ -585,13 +604,14 @@ void bind_attention(nb::module_& m) {
       .def(nb::init<int, nb::handle, const std::string&, std::vector<CapacityTuple>>(), arg("num_levels"),
            arg("float_workspace_buffer"), arg("kv_layout") = "NHD",
            arg("capacities") = std::vector<CapacityTuple>{})
-      .def("plan", &Cascade::plan, arg("qo_indptr_arr"), arg("paged_kv_indptr_arr"), arg("paged_kv_indices_arr"),
-           arg("paged_kv_last_page_len"), arg("num_qo_heads"), arg("num_kv_heads"), arg("head_dim"),
-           arg("page_size"), arg("causal"), arg("pos_encoding_mode"), arg("window_left"), arg("logits_soft_cap"),
-           arg("sm_scale").none(), arg("rope_scale"), arg("rope_theta"), arg("q_data_type"), arg("kv_data_type"),
-           arg("o_data_type"))
-      .def("run", &Cascade::run, arg("q"), arg("k").none(), arg("v").none(), arg("out").none(), arg("lse").none(),
-           arg("k_scale"), arg("v_scale"), arg("stream"), arg("enable_pdl").none(), run_doc);
+      .def("plan", &Cascade::plan, arg("qo_indptr_arr"), arg("paged_kv_indptr_arr"),
+           arg("paged_kv_indices_arr"), arg("paged_kv_last_page_len"), arg("num_qo_heads"),
+           arg("num_kv_heads"), arg("head_dim"), arg("page_size"), arg("causal"), arg("pos_encoding_mode"),
+           arg("window_left"), arg("logits_soft_cap"), arg("sm_scale").none(), arg("rope_scale"),
+           arg("rope_theta"), arg("q_data_type"), arg("kv_data_type"), arg("o_data_type"))
+      .def("run", &Cascade::run, arg("q"), arg("k").none(), arg("v").none(), arg("out").none(),
+           arg("lse").none(), arg("k_scale"), arg("v_scale"), arg("stream"), arg("enable_pdl").none(),
+           run_doc);
   common(cascade);
 
   nb::class_<MLA> mla(m, "BatchMLAPagedAttention", "kvinfer::BatchMLAPagedAttention; kvinfer.mla wraps it.");
@@ -601,11 +621,12 @@ void bind_attention(nb::module_& m) {
            arg("num_heads"), arg("head_dim_ckv"), arg("head_dim_kpe"), arg("page_size"), arg("causal"),
            arg("sm_scale").none(), arg("q_data_type"), arg("kv_data_type"), arg("o_data_type").none(),
            arg("fixed_split_size"), arg("disable_split_kv"))
-      .def("run", &MLA::run, arg("q_nope"), arg("q_pe").none(), arg("ckv_cache").none(), arg("kpe_cache").none(),
-           arg("out").none(), arg("lse").none(), arg("lse_base_e"), arg("ckv_scale"), arg("kpe_scale"),
-           arg("stream"),
+      .def("run", &MLA::run, arg("q_nope"), arg("q_pe").none(), arg("ckv_cache").none(),
+           arg("kpe_cache").none(), arg("out").none(), arg("lse").none(), arg("lse_base_e"), arg("ckv_scale"),
+           arg("kpe_scale"), arg("stream"),
            "run(q_nope, q_pe, ckv_cache, kpe_cache, out, lse, ...): q_pe None reads q_nope as the packed "
-           "[nnz, H, ckv + kpe] query; kpe_cache None reads ckv_cache as the packed [pages, page_size, ckv + kpe] "
+           "[nnz, H, ckv + kpe] query; kpe_cache None reads ckv_cache as the packed [pages, page_size, ckv + "
+           "kpe] "
            "cache (strided views, no copy).");
   common(mla);
 }

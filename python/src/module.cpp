@@ -20,7 +20,8 @@ PyObject* g_not_supported = nullptr;
 
 NB_MODULE(_kvinfer, m) {
   using namespace kvinfer::python;
-  m.doc() = "kvinfer's C++ API for Python (nanobind). Use the package kvinfer: its modules give FlashInfer's API.";
+  m.doc() =
+      "kvinfer's C++ API for Python (nanobind). Use the package kvinfer: its modules give FlashInfer's API.";
 
   g_error = PyErr_NewExceptionWithDoc(
       "kvinfer.Error",
@@ -47,15 +48,14 @@ NB_MODULE(_kvinfer, m) {
 
   m.def("version", &kvinfer::version, "The library's version.");
   m.def("instance_preset", &kvinfer::instance_preset,
-        "The CUDA kernel instance preset compiled in (\"minimal\", \"default\", \"full\"), \"none\" without CUDA.");
+        "The CUDA kernel instance preset compiled in (\"minimal\", \"default\", \"full\"), \"none\" without "
+        "CUDA.");
   m.def("cuda_backend_built", &kvinfer::cuda_backend_built, "Whether this build has the CUDA backend.");
   m.def("cuda_device_count", &kvinfer::cuda_device_count, "GPUs visible to the CUDA backend (0 without it).");
 
   m.def(
       "device_of",
-      [](nb::handle array) {
-        return kvinfer::to_string(device_arg("device_of", "array", array));
-      },
+      [](nb::handle array) { return kvinfer::to_string(device_arg("device_of", "array", array)); },
       nb::arg("array"), "The kvinfer device of an array (\"cpu\", \"cuda:0\"), read through DLPack.");
 
   bind_attention(m);

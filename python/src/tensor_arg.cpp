@@ -19,29 +19,49 @@ std::optional<DType> from_dlpack(dl::dtype t) {
       if (t.bits == 16) return DType::kF16;
       if (t.bits == 32) return DType::kF32;
       return std::nullopt;
-    case dl::dtype_code::Bfloat: return t.bits == 16 ? std::optional(DType::kBF16) : std::nullopt;
-    case dl::dtype_code::Float8_E4M3FN: return t.bits == 8 ? std::optional(DType::kE4M3) : std::nullopt;
-    case dl::dtype_code::Float8_E5M2: return t.bits == 8 ? std::optional(DType::kE5M2) : std::nullopt;
-    case dl::dtype_code::UInt: return t.bits == 8 ? std::optional(DType::kU8) : std::nullopt;
+    case dl::dtype_code::Bfloat:
+      return t.bits == 16 ? std::optional(DType::kBF16) : std::nullopt;
+    case dl::dtype_code::Float8_E4M3FN:
+      return t.bits == 8 ? std::optional(DType::kE4M3) : std::nullopt;
+    case dl::dtype_code::Float8_E5M2:
+      return t.bits == 8 ? std::optional(DType::kE5M2) : std::nullopt;
+    case dl::dtype_code::UInt:
+      return t.bits == 8 ? std::optional(DType::kU8) : std::nullopt;
     case dl::dtype_code::Int:
       if (t.bits == 32) return DType::kI32;
       if (t.bits == 64) return DType::kI64;
       return std::nullopt;
-    case dl::dtype_code::Bool: return t.bits == 8 ? std::optional(DType::kBool) : std::nullopt;
-    default: return std::nullopt;
+    case dl::dtype_code::Bool:
+      return t.bits == 8 ? std::optional(DType::kBool) : std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
 std::string dlpack_dtype_name(dl::dtype t) {
   const char* kind = "?";
   switch (dl::dtype_code(t.code)) {
-    case dl::dtype_code::Int: kind = "int"; break;
-    case dl::dtype_code::UInt: kind = "uint"; break;
-    case dl::dtype_code::Float: kind = "float"; break;
-    case dl::dtype_code::Bfloat: kind = "bfloat"; break;
-    case dl::dtype_code::Complex: kind = "complex"; break;
-    case dl::dtype_code::Bool: kind = "bool"; break;
-    default: kind = "float8/other code "; break;
+    case dl::dtype_code::Int:
+      kind = "int";
+      break;
+    case dl::dtype_code::UInt:
+      kind = "uint";
+      break;
+    case dl::dtype_code::Float:
+      kind = "float";
+      break;
+    case dl::dtype_code::Bfloat:
+      kind = "bfloat";
+      break;
+    case dl::dtype_code::Complex:
+      kind = "complex";
+      break;
+    case dl::dtype_code::Bool:
+      kind = "bool";
+      break;
+    default:
+      kind = "float8/other code ";
+      break;
   }
   std::string s = std::string(kind) + std::to_string(t.bits);
   if (t.lanes != 1) {
@@ -51,11 +71,14 @@ std::string dlpack_dtype_name(dl::dtype t) {
   return s;
 }
 
-[[noreturn]] void fail(std::string_view op, std::string_view arg, std::string_view value, std::string_view rule) {
+[[noreturn]] void fail(std::string_view op, std::string_view arg, std::string_view value,
+                       std::string_view rule) {
   throw Error(op, arg, value, rule);
 }
 
-std::string py_type_name(nb::handle obj) { return nb::type_name(obj.type()).c_str(); }
+std::string py_type_name(nb::handle obj) {
+  return nb::type_name(obj.type()).c_str();
+}
 
 // Element types that DLPack (and so numpy's export) cannot name: ml_dtypes' bfloat16
 // and fp8 arrays, torch's fp8 tensors on versions that do not export them. Returns the
@@ -240,15 +263,16 @@ TensorArg convert(std::string_view op, std::string_view name, nb::handle obj, st
   if (!named && hint && ((raw16 && is_half(*hint)) || (dtype == DType::kU8 && is_fp8(*hint)))) dtype = hint;
   if (!dtype) {
     const std::string rule =
-        raw16 ? "a uint16 array is read as float16/bfloat16 bits only where the call names that dtype "
-                "(q_data_type, kv_data_type, o_data_type); pass ml_dtypes.bfloat16 or float16 arrays otherwise"
-              : "kvinfer tensors are float32, float16, bfloat16, float8_e4m3fn, float8_e5m2, uint8, int32, int64 "
-                "or bool";
+        raw16
+            ? "a uint16 array is read as float16/bfloat16 bits only where the call names that dtype "
+              "(q_data_type, kv_data_type, o_data_type); pass ml_dtypes.bfloat16 or float16 arrays otherwise"
+            : "kvinfer tensors are float32, float16, bfloat16, float8_e4m3fn, float8_e5m2, uint8, int32, "
+              "int64 "
+              "or bool";
     fail(op, std::string(name) + ".dtype", dlpack_dtype_name(t), rule);
   }
   const Device device = to_device(op, name, d.device_type, d.device_id, obj);
-  out.view = TensorView(d.data, *dtype,
-                        std::span<const std::int64_t>(shape.data(), rank),
+  out.view = TensorView(d.data, *dtype, std::span<const std::int64_t>(shape.data(), rank),
                         std::span<const std::int64_t>(strides.data(), rank), device);
   return out;
 }
@@ -259,7 +283,8 @@ Device device_arg(std::string_view op, std::string_view name, nb::handle obj) {
   nb::ndarray<nb::ro> array;
   if (!nb::try_cast<nb::ndarray<nb::ro>>(obj, array, /*convert=*/false)) {
     if (raw_dtype(obj)) return tensor_arg(op, name, obj).view.device();
-    fail(op, name, py_type_name(obj), "must be an array with __dlpack__ or the buffer protocol (numpy, torch, ...)");
+    fail(op, name, py_type_name(obj),
+         "must be an array with __dlpack__ or the buffer protocol (numpy, torch, ...)");
   }
   return to_device(op, name, array.device_type(), array.device_id(), obj);
 }
@@ -321,18 +346,29 @@ nb::object to_python(Tensor t, nb::handle like) {
   for (int i = 0; i < v.rank(); ++i) shape[std::size_t(i)] = std::size_t(v.size(i));
   dl::dtype dt{};
   switch (v.dtype()) {
-    case DType::kU8: dt = nb::dtype<std::uint8_t>(); break;
-    case DType::kI32: dt = nb::dtype<std::int32_t>(); break;
-    case DType::kI64: dt = nb::dtype<std::int64_t>(); break;
-    case DType::kF32: dt = nb::dtype<float>(); break;
-    case DType::kBool: dt = nb::dtype<bool>(); break;
-    default: fail("to_python", "dtype", std::string(dtype_name(v.dtype())), "is not returned by kvinfer");
+    case DType::kU8:
+      dt = nb::dtype<std::uint8_t>();
+      break;
+    case DType::kI32:
+      dt = nb::dtype<std::int32_t>();
+      break;
+    case DType::kI64:
+      dt = nb::dtype<std::int64_t>();
+      break;
+    case DType::kF32:
+      dt = nb::dtype<float>();
+      break;
+    case DType::kBool:
+      dt = nb::dtype<bool>();
+      break;
+    default:
+      fail("to_python", "dtype", std::string(dtype_name(v.dtype())), "is not returned by kvinfer");
   }
   const int device_type = v.device().is_cpu() ? int(nb::device::cpu::value) : int(nb::device::cuda::value);
   const std::string module = nb::cast<std::string>(nb::str(like.type().attr("__module__")));
   if (module.rfind("torch", 0) == 0) {
-    return nb::ndarray<nb::pytorch>(v.data(), std::size_t(v.rank()), shape.data(), owner, nullptr, dt, device_type,
-                                    v.device().index)
+    return nb::ndarray<nb::pytorch>(v.data(), std::size_t(v.rank()), shape.data(), owner, nullptr, dt,
+                                    device_type, v.device().index)
         .cast();
   }
   if (!v.device().is_cpu()) {
@@ -341,7 +377,8 @@ nb::object to_python(Tensor t, nb::handle like) {
                          v.device().index)
         .cast();
   }
-  return nb::ndarray<nb::numpy>(v.data(), std::size_t(v.rank()), shape.data(), owner, nullptr, dt, device_type, 0)
+  return nb::ndarray<nb::numpy>(v.data(), std::size_t(v.rank()), shape.data(), owner, nullptr, dt,
+                                device_type, 0)
       .cast();
 }
 

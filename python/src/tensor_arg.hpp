@@ -63,6 +63,8 @@ PrefillBackend backend_arg(std::string_view op, std::string_view value);
 // DLPack) when `like` is a torch tensor.
 nb::object to_python(Tensor t, nb::handle like);
 
-inline Stream as_stream(std::uintptr_t s) { return reinterpret_cast<Stream>(s); }
+inline Stream as_stream(std::uintptr_t s) {
+  return reinterpret_cast<Stream>(s);
+}
 
 }  // namespace kvinfer::python

@@ -65,7 +65,8 @@ def test_plan_errors(rng, decode_setup):
         w.plan(indptr, indices, np.array([17, 1], np.int32), 8, 2, 64, 16)
     with pytest.raises(kvinfer.Error, match=r"q_data_type = float64: must be one of"):
         w.plan(indptr, indices, last, 8, 2, 64, 16, q_data_type=np.float64)
-    with pytest.raises(kvinfer.Error, match=r"^BatchDecodeWithPagedKVCache: q_dtype = int32: must be float16 or bfloat16"):
+    with pytest.raises(kvinfer.Error,
+                       match=r"^BatchDecodeWithPagedKVCache: q_dtype = int32: must be float16 or bfloat16"):
         w.plan(indptr, indices, last, 8, 2, 64, 16, q_data_type="int32")
     with pytest.raises(kvinfer.Error, match=r"pos_encoding_mode = ROPE: must be"):
         w.plan(indptr, indices, last, 8, 2, 64, 16, pos_encoding_mode="ROPE")
