@@ -10,11 +10,12 @@ scripts/install-deps.sh
 # the C++ tests (KVINFER_BUILD_PYTHON=OFF in KVINFER_CMAKE_ARGS leaves it out).
 export KVINFER_CMAKE_ARGS="-DKVINFER_BUILD_PYTHON=ON ${KVINFER_CMAKE_ARGS:-}"
 scripts/build.sh
+root=$PWD
 cd "${KVINFER_BUILD_DIR:-build}"
 args=("$@")
 ((${#args[@]})) || args=(-LE slow)
 ctest --output-on-failure -j "${KVINFER_JOBS:-$(nproc)}" "${args[@]}"
 if grep -q "^KVINFER_BUILD_PYTHON:BOOL=ON" CMakeCache.txt; then
   # Any non-zero status fails the script, 5 (no test collected) included.
-  PYTHONPATH="$PWD/python" python3 -m pytest -q -p no:cacheprovider ../tests/python
+  PYTHONPATH="$PWD/python" python3 -m pytest -q -p no:cacheprovider "$root/tests/python"
 fi
