@@ -212,7 +212,10 @@ for st in sorted(glob.glob(os.path.join(work, "status-*"))):
         entry["result"] = None
         entry["error"] = f"no JSON: {e}"
     benches.append(entry)
-res = {"build_ok": build_ok == "true", "status": int(status), "gpu_tests": tests, "sanitizer": san,
+head = open(os.path.join(out, "build.log")).read().splitlines()[:6]
+run = {k: v for k, _, v in (line.partition(": ") for line in head[:2]) if k in ("date", "commit")}
+run["log_head"] = head  # date, commit, nvidia-smi, nvcc: tools/perf/make_report.py reads them
+res = {"run": run, "build_ok": build_ok == "true", "status": int(status), "gpu_tests": tests, "sanitizer": san,
        "benchmarks": benches}
 json.dump(res, open(os.path.join(out, "results.json"), "w"), indent=1)
 
@@ -222,7 +225,6 @@ def fmt(v):
     return str(v)
 
 md = ["# GPU check", ""]
-head = open(os.path.join(out, "build.log")).read().splitlines()[:6]
 md += ["```"] + head + ["```", ""]
 md += [f"- build: {'ok' if res['build_ok'] else 'FAILED (partial)'}",
        f"- GPU tests: {tests.get('ran', 0)} ran, {tests.get('skipped', 0)} skipped, {tests.get('failed', 0)} failed"

@@ -22,7 +22,7 @@ struct AttentionProblem {
   KVLayout layout = KVLayout::kNHD;
   std::int64_t batch_size = 0;
   std::int64_t nnz_q = 0;
-  std::int64_t nnz_kv = 0;  // ragged: key rows; paged: entries of kv_indices used
+  std::int64_t nnz_kv = 0;      // ragged: key rows; paged: entries of kv_indices used
   std::int32_t max_qo_len = 0;  // query rows of the longest request
   std::int64_t num_qo_heads = 0;
   std::int64_t num_kv_heads = 0;
@@ -44,8 +44,24 @@ struct AttentionProblem {
   std::int64_t group_size() const { return num_qo_heads / num_kv_heads; }
 };
 
+// The kernel a plan runs on, as its backend's selector chose it at plan time:
+// run() launches it and decides nothing again. Plain values, opaque to core.
+enum class KernelFamily : std::uint8_t {
+  kCpu,             // the CPU backend's kernels
+  kCudaCoreDecode,  // CUDA-core decode (one query row per request), or its key-row tile
+  kTensorCoreTile,  // the portable mma.sync tiles (16, 64, 128 rows; the fp8 decode tile)
+  kWgmmaPrefill,    // the sm90 wgmma prefill mainloop
+};
+
+struct KernelKey {
+  KernelFamily family = KernelFamily::kCpu;
+  std::int32_t instance = -1;    // index in the backend's registry of compiled instances
+  std::int32_t launch_rows = 0;  // the launched tile's packed rows (may differ from the plan's q_tile_rows)
+};
+
 struct AttentionParams {
   AttentionProblem problem;
+  KernelKey kernel;       // chosen at plan time
   float sm_scale = 1.0f;  // problem.sm_scale * k_scale
   float v_scale = 1.0f;
 
@@ -55,7 +71,7 @@ struct AttentionParams {
   TensorView lse;         // [nnz_q, Hq] float32, or absent
   TensorView k, v;        // ragged: NHD [nnz_kv, Hk, D] / HND [Hk, nnz_kv, D]; paged: 4-D page views
   TensorView kv_indices;  // paged: int32 [>= nnz_kv]
-  const float* alibi_slopes = nullptr;      // [Hq], with PosEncoding::kAlibi
+  const float* alibi_slopes = nullptr;        // [Hq], with PosEncoding::kAlibi
   const std::uint8_t* custom_mask = nullptr;  // packed bits, little order; RequestInfo::mask_offset
 
   // The schedule, in the workspace of the run's device.
@@ -68,11 +84,11 @@ struct AttentionParams {
   std::int32_t q_tile_rows = 0;          // packed rows per work item (the kernel's tile)
   std::int64_t max_items = 0;            // grid sizes: fixed within a capacity
   std::int64_t max_merge_tokens = 0;
-  std::int32_t max_chunks = 1;           // the most chunks of one request (this plan's)
-  bool fixed_split = false;              // a fixed split size: results independent of the rest of the batch
-  std::int32_t item_warps = 1;           // warps that share each item's keys (Schedule::item_warps)
+  std::int32_t max_chunks = 1;  // the most chunks of one request (this plan's)
+  bool fixed_split = false;     // a fixed split size: results independent of the rest of the batch
+  std::int32_t item_warps = 1;  // warps that share each item's keys (Schedule::item_warps)
   Stream stream = nullptr;
-  std::optional<bool> enable_pdl;        // RunOptions::enable_pdl
+  std::optional<bool> enable_pdl;  // RunOptions::enable_pdl
 };
 
 }  // namespace kvinfer::detail

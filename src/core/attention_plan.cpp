@@ -3,19 +3,16 @@
 
 #include <fmt/format.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <numeric>
 
+#include "backend/backend.hpp"
 #include "core/check.hpp"
 #include "core/plan_checks.hpp"
-#include "cpu/attention.hpp"
 #include "kvinfer/ops/packbits.hpp"
-#ifdef KVINFER_WITH_CUDA
-#include "cuda/attention.hpp"
-#endif
 
 namespace kvinfer::detail {
 namespace {
@@ -23,20 +20,19 @@ namespace {
 // The CPU backend attends any head dim that is a multiple of 16 up to 512; the
 // CUDA backend narrows this to its compiled instances.
 constexpr std::int64_t kMaxHeadDim = 512;
-constexpr std::int32_t kCpuQTileRows = 64;
 
-bool is_supported_head_dim(std::int64_t d) { return d >= 16 && d <= kMaxHeadDim && d % 16 == 0; }
+bool is_supported_head_dim(std::int64_t d) {
+  return d >= 16 && d <= kMaxHeadDim && d % 16 == 0;
+}
 
 }  // namespace
 
 AttentionPlan::AttentionPlan(Device device, KVLayout layout, std::optional<Capacity> capacity)
-    : device_(device),
-      layout_(layout),
-      capacity_(capacity),
-      profile_(device_profile(device)),
-      workspace_(device, capacity.has_value()) {
+    : device_(device), layout_(layout), capacity_(capacity), workspace_(device, capacity.has_value()) {
   check_wrapper_device("attention", device);
   if (capacity) check_capacity("attention", *capacity);
+  backend_ = &backend_for(device);
+  profile_ = backend_->profile(device.index);
 }
 
 AttentionProblem AttentionPlan::check_problem(const PlanRequest& req) const {
@@ -108,53 +104,38 @@ AttentionProblem AttentionPlan::check_problem(const PlanRequest& req) const {
             req.split.fixed_split_size, "must be -1 (automatic) or positive");
 
   if (capacity_) {
-    require_v(pr.batch_size <= capacity_->max_batch, op, "batch_size", pr.batch_size,
-              fmt::format("must not exceed the capacity's max_batch ({})", capacity_->max_batch));
-    require_v(pr.nnz_q <= capacity_->max_qo_tokens, op, "qo_indptr[batch_size]", pr.nnz_q,
-              fmt::format("must not exceed the capacity's max_qo_tokens ({})", capacity_->max_qo_tokens));
-    require_v(pr.nnz_kv <= capacity_->max_kv, op, "kv_indptr[batch_size]", pr.nnz_kv, fmt::format("must not exceed the capacity's max_kv ({})", capacity_->max_kv));
-    // Kernels are chosen for the capacity's longest request, not this batch's: every
+    // The lengths are checked against the capacity by make_schedule. Kernels are chosen for the capacity's longest request, not this batch's: every
     // re-plan keeps the kernel, its tile and so the workspace layout and grid.
-    pr.max_qo_len = std::int32_t(std::min<std::int64_t>(req.max_qo_len >= 0 ? req.max_qo_len : capacity_->max_qo_tokens,
-                                                         std::numeric_limits<std::int32_t>::max()));
+    pr.max_qo_len =
+        std::int32_t(std::min<std::int64_t>(req.max_qo_len >= 0 ? req.max_qo_len : capacity_->max_qo_tokens,
+                                            std::numeric_limits<std::int32_t>::max()));
   }
   return pr;
 }
 
 Schedule AttentionPlan::make_plan_schedule(const PlanRequest& req, const AttentionProblem& pr,
-                                           std::span<const std::int64_t> mask_offsets) const {
+                                           std::span<const std::int64_t> mask_offsets,
+                                           KernelKey* kernel_out) const {
   ScheduleInput in;
+  in.op = req.op;
   in.qo_lens = req.qo_lens;
   in.kv_lens = req.kv_lens;
+  in.kv_begin = req.kv_begin;
+  in.nnz_kv = pr.nnz_kv;
   in.num_qo_heads = pr.num_qo_heads;
   in.num_kv_heads = pr.num_kv_heads;
   in.head_dim_vo = pr.head_dim_vo;
   in.page_size = pr.page_size;
   in.window_left = pr.window_left;
-  in.q_tile_rows = kCpuQTileRows;
+  // The kernel that will run the plan shapes its work items.
+  const AttentionKernelTraits traits = backend_->attention_kernel(pr, device_.index);
+  if (kernel_out) *kernel_out = traits.key;
+  in.q_tile_rows = traits.q_tile_rows;
   DeviceProfile profile = profile_;
-#ifdef KVINFER_WITH_CUDA
-  if (device_.is_cuda()) {
-    const cuda::KernelTraits traits = cuda::select_kernel(pr, device_.index);
-    in.q_tile_rows = traits.q_tile_rows;
-    profile.work_items_per_processor = traits.work_items_per_processor;
-    // The GPU runs a batch's items as one wave where they fit: a split beyond that
-    // only adds merges (decode) or a thin last wave (prefill of equal tiles);
-    // skewed lengths still get finer chunks (make_schedule).
-    in.split_waves = 1;
-    // A chunk's partial state (rows x head_dim floats, written and merged) should stay
-    // small next to the KV it reads: chunks of at least 8 keys per row of the tile.
-    // Decode tiles take at least 512 keys: half the items and partial states of the
-    // 256-key one-wave split of a single 32k request, which measured 0.99 of its time
-    // on the H200 (fp8 KV 0.96-0.98; docs/performance.md, session 6).
-    const std::int64_t min_keys = traits.q_tile_rows <= 16 ? 512 : 8 * std::int64_t(traits.q_tile_rows);
-    in.min_chunk_tokens = std::max<std::int64_t>(in.min_chunk_tokens, min_keys);
-    // The decode tile's CTA can run one item on several warps (merged in the CTA):
-    // then a warp's share may be as small as 256 keys, as the chunks of items merge
-    // in far fewer partial states.
-    in.max_item_warps = traits.max_item_warps;
-  }
-#endif
+  profile.work_items_per_processor = traits.work_items_per_processor;
+  in.split_waves = traits.split_waves;
+  in.min_chunk_tokens = traits.min_chunk_tokens;
+  in.max_item_warps = traits.max_item_warps;
   in.fixed_split_size = req.split.fixed_split_size;
   in.disable_split_kv = req.split.disable_split_kv;
   in.mask_offsets = mask_offsets;
@@ -162,16 +143,14 @@ Schedule AttentionPlan::make_plan_schedule(const PlanRequest& req, const Attenti
     const std::int64_t max_kv_tokens =
         pr.storage == KVStorage::kPaged ? capacity_->max_kv * pr.page_size : capacity_->max_kv;
     in.capacity = ScheduleInput::Capacity{capacity_->max_batch, capacity_->max_qo_tokens, max_kv_tokens,
-                                          req.max_qo_len};
+                                          req.max_qo_len, capacity_->max_kv};
   }
-  Schedule s = make_schedule(in, profile);
-  set_kv_begins(s, req.kv_begin);
-  return s;
+  return make_schedule(in, profile);
 }
 
 WorkspaceSize AttentionPlan::workspace_size(const PlanRequest& req) const {
   const AttentionProblem pr = check_problem(req);
-  const Schedule s = make_plan_schedule(req, pr, {});
+  const Schedule s = make_plan_schedule(req, pr, {}, nullptr);
   return {s.layout.float_bytes, s.layout.int_bytes};
 }
 
@@ -186,18 +165,21 @@ void AttentionPlan::plan(const PlanRequest& req) {
     const TensorView& m = req.custom_mask;
     check_device(op, "custom_mask", m, device_);
     check_rank(op, "custom_mask", m, 1);
-    require(m.dtype() == DType::kBool || m.dtype() == DType::kU8, op, "custom_mask.dtype", dtype_name(m.dtype()),
+    require(m.dtype() == DType::kBool || m.dtype() == DType::kU8, op, "custom_mask.dtype",
+            dtype_name(m.dtype()),
             "must be bool (one element per entry) or uint8 (bit-packed, little bit order)");
-    require_v(m.size(0) <= 1 || m.stride(0) == 1, op, "custom_mask.stride(0)", m.stride(0), "must be contiguous");
+    require_v(m.size(0) <= 1 || m.stride(0) == 1, op, "custom_mask.stride(0)", m.stride(0),
+              "must be contiguous");
     mask_offsets = mask_indptr(req.qo_lens, req.kv_lens, /*packed=*/true);
     if (m.dtype() == DType::kBool) {
       const std::vector<std::int64_t> elems = mask_indptr(req.qo_lens, req.kv_lens, /*packed=*/false);
       require_v(m.size(0) == elems.back(), op, "custom_mask.shape[0]", m.size(0),
                 fmt::format("must equal sum(qo_len * kv_len) = {}", elems.back()));
-      require_v(elems.back() <= std::numeric_limits<std::int32_t>::max(), op, "custom_mask.shape[0]", elems.back(),
-                "a boolean mask has at most 2^31 - 1 entries; pass it bit-packed instead");
+      require_v(elems.back() <= std::numeric_limits<std::int32_t>::max(), op, "custom_mask.shape[0]",
+                elems.back(), "a boolean mask has at most 2^31 - 1 entries; pass it bit-packed instead");
       Tensor indptr_host = Tensor::empty({std::int64_t(elems.size())}, DType::kI32);
-      for (std::size_t i = 0; i < elems.size(); ++i) indptr_host.data_as<std::int32_t>()[i] = std::int32_t(elems[i]);
+      for (std::size_t i = 0; i < elems.size(); ++i)
+        indptr_host.data_as<std::int32_t>()[i] = std::int32_t(elems[i]);
       Tensor indptr = device_.is_cpu() ? std::move(indptr_host) : indptr_host.to(device_);
       SegmentPacked packed = segment_packbits(m, indptr, BitOrder::kLittle);
       // The packed mask lives in a buffer that re-plans reuse while it is large enough:
@@ -209,20 +191,23 @@ void AttentionPlan::plan(const PlanRequest& req) {
       custom_mask_ = custom_mask_packed_.view().slice(0, 0, bytes);
       copy(custom_mask_, packed.data);
     } else {
-      require_v(m.size(0) == mask_offsets.back(), op, "custom_mask.shape[0]", m.size(0),
-                fmt::format("a packed mask has sum(ceil(qo_len * kv_len / 8)) = {} bytes (each request padded "
-                            "to a whole byte)", mask_offsets.back()));
+      require_v(
+          m.size(0) == mask_offsets.back(), op, "custom_mask.shape[0]", m.size(0),
+          fmt::format("a packed mask has sum(ceil(qo_len * kv_len / 8)) = {} bytes (each request padded "
+                      "to a whole byte)",
+                      mask_offsets.back()));
       custom_mask_ = m;  // the caller's buffer (its address is the caller's to keep)
     }
   }
 
-  Schedule s = make_plan_schedule(req, pr, mask_offsets);
+  KernelKey kernel;
+  Schedule s = make_plan_schedule(req, pr, mask_offsets, &kernel);
 
   workspace_.upload(op, s, pr.batch_size, pr.nnz_q);
 
   if (pr.pos_encoding == PosEncoding::kAlibi) {
-    std::vector<float> slopes = req.options.alibi_slopes.empty() ? alibi_slopes(int(pr.num_qo_heads))
-                                                                 : req.options.alibi_slopes;
+    std::vector<float> slopes =
+        req.options.alibi_slopes.empty() ? alibi_slopes(int(pr.num_qo_heads)) : req.options.alibi_slopes;
     // Reused across re-plans with the same head count (a captured CUDA graph holds its address).
     if (!alibi_slopes_.defined() || alibi_slopes_.numel() != pr.num_qo_heads) {
       alibi_slopes_ = Tensor::empty({pr.num_qo_heads}, DType::kF32, device_);
@@ -231,19 +216,21 @@ void AttentionPlan::plan(const PlanRequest& req) {
   }
   kv_indices_ = req.kv_indices;
   problem_ = pr;
+  kernel_ = kernel;
   schedule_ = std::move(s);
   planned_ = true;
 }
 
 void AttentionPlan::reset_workspace_buffer(std::string_view op, const TensorView& float_buffer,
                                            const TensorView& int_buffer) {
-  if (workspace_.use_buffers(op, float_buffer, int_buffer, planned_ ? &schedule_.layout : nullptr) && planned_) {
+  if (workspace_.use_buffers(op, float_buffer, int_buffer, planned_ ? &schedule_.layout : nullptr) &&
+      planned_) {
     workspace_.upload(op, schedule_, problem_.batch_size, problem_.nnz_q);
   }
 }
 
-void AttentionPlan::check_run(std::string_view op, const TensorView& q, const TensorView& k, const TensorView& v,
-                              const TensorView& out, const RunOptions& options) const {
+void AttentionPlan::check_run(std::string_view op, const TensorView& q, const TensorView& k,
+                              const TensorView& v, const TensorView& out, const RunOptions& options) const {
   require(planned_, op, "plan", "(none)", "run() needs a successful plan() first");
   const AttentionProblem& pr = problem_;
   check_rank(op, "q", q, 3);
@@ -278,7 +265,8 @@ void AttentionPlan::check_run(std::string_view op, const TensorView& q, const Te
   for (auto [name, t, dim] : {std::tuple{"k", &k, pr.head_dim_qk}, std::tuple{"v", &v, pr.head_dim_vo}}) {
     const std::string n = paged ? fmt::format("paged_kv_cache.{}", name) : std::string(name);
     const std::string_view why_dim = dim == pr.head_dim_qk && std::string_view(name) == "k"
-                                         ? "head_dim_qk of the plan" : "head_dim_vo of the plan";
+                                         ? "head_dim_qk of the plan"
+                                         : "head_dim_vo of the plan";
     if (!paged) {
       check_rank(op, n, *t, 3);
       check_size(op, n, *t, nhd ? 0 : 1, pr.nnz_kv, "kv_indptr[batch_size] of the plan");
@@ -303,6 +291,7 @@ void AttentionPlan::run(std::string_view op, const TensorView& q, const TensorVi
   check_run(op, q, k, v, out, options);
   AttentionParams p;
   p.problem = problem_;
+  p.kernel = kernel_;
   p.sm_scale = problem_.sm_scale * options.k_scale;
   p.v_scale = options.v_scale;
   p.q = q;
@@ -320,13 +309,7 @@ void AttentionPlan::run(std::string_view op, const TensorView& q, const TensorVi
   p.item_warps = schedule_.item_warps;
   p.stream = options.stream;
   p.enable_pdl = options.enable_pdl;
-  if (device_.is_cpu()) {
-    cpu::run_attention(p);
-    return;
-  }
-#ifdef KVINFER_WITH_CUDA
-  cuda::run_attention(p);
-#endif
+  backend_->run_attention(p);
 }
 
 }  // namespace kvinfer::detail

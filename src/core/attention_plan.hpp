@@ -17,13 +17,15 @@
 
 namespace kvinfer::detail {
 
+class Backend;
+
 // Plan-time description gathered by a wrapper from its public PlanArgs.
 struct PlanRequest {
-  std::string_view op;                  // public name used in error messages
+  std::string_view op;  // public name used in error messages
   KVStorage storage = KVStorage::kRagged;
-  std::vector<std::int32_t> qo_lens;    // per request
-  std::vector<std::int32_t> kv_lens;    // keys per request
-  std::vector<std::int32_t> kv_begin;   // ragged: first key row; paged: kv_indptr[i]
+  std::vector<std::int32_t> qo_lens;   // per request
+  std::vector<std::int32_t> kv_lens;   // keys per request
+  std::vector<std::int32_t> kv_begin;  // ragged: first key row; paged: kv_indptr[i]
   std::int64_t nnz_kv = 0;
   std::int64_t num_qo_heads = 0, num_kv_heads = 0, head_dim_qk = 0, head_dim_vo = 0, page_size = 1;
   DType q_dtype = DType::kBF16, kv_dtype = DType::kBF16, o_dtype = DType::kBF16;
@@ -47,7 +49,8 @@ class AttentionPlan {
   WorkspaceSize workspace_size(const PlanRequest& req) const;
   void plan(const PlanRequest& req);
   // The caller's workspace buffers (absent: the plan's own); see PlanWorkspace.
-  void reset_workspace_buffer(std::string_view op, const TensorView& float_buffer, const TensorView& int_buffer);
+  void reset_workspace_buffer(std::string_view op, const TensorView& float_buffer,
+                              const TensorView& int_buffer);
 
   // Checks the run's tensors against the plan and executes it. k/v are the ragged
   // tensors or the cache's page views.
@@ -58,17 +61,19 @@ class AttentionPlan {
   // Validation of the plan arguments shared by all wrappers; fills problem_.
   AttentionProblem check_problem(const PlanRequest& req) const;
   Schedule make_plan_schedule(const PlanRequest& req, const AttentionProblem& problem,
-                              std::span<const std::int64_t> mask_offsets) const;
+                              std::span<const std::int64_t> mask_offsets, KernelKey* kernel_out) const;
   void check_run(std::string_view op, const TensorView& q, const TensorView& k, const TensorView& v,
                  const TensorView& out, const RunOptions& options) const;
 
   Device device_;
   KVLayout layout_;
   std::optional<Capacity> capacity_;
+  const Backend* backend_ = nullptr;
   DeviceProfile profile_;
 
   bool planned_ = false;
   AttentionProblem problem_;
+  KernelKey kernel_;  // the backend's choice for problem_
   Schedule schedule_;
   TensorView kv_indices_;
   // Device buffers run() reads, kept across re-plans where they fit: a CUDA graph

@@ -1,18 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // Public entry points of the attention-state merges (merge_state,
 // merge_state_in_place, merge_states): validate, then run on the device of the data.
+#include "kvinfer/ops/merge.hpp"
+
 #include <fmt/format.h>
 
 #include <array>
 #include <initializer_list>
 
+#include "backend/backend.hpp"
 #include "core/check.hpp"
 #include "core/op_params.hpp"
-#include "cpu/ops.hpp"
-#include "kvinfer/ops/merge.hpp"
-#ifdef KVINFER_WITH_CUDA
-#include "cuda/ops.hpp"
-#endif
 
 namespace kvinfer {
 namespace {
@@ -61,10 +59,7 @@ void check_lse(std::string_view op, std::string_view arg, const TensorView& s,
 }
 
 void run(const detail::MergeStateParams& p, Device device) {
-  if (device.is_cpu()) return cpu::merge_state(p);
-#ifdef KVINFER_WITH_CUDA
-  cuda::merge_state(p);
-#endif
+  detail::backend_for(device).merge_state(p);
 }
 
 // Validates two states and an output (v_out may be v_a: the in-place form).
@@ -95,9 +90,8 @@ void validate_pair(std::string_view op, const detail::MergeStateParams& p,
 
 }  // namespace
 
-void merge_state(const TensorView& v_a, const TensorView& s_a, const TensorView& v_b,
-                 const TensorView& s_b, const TensorView& v_out, const TensorView& s_out,
-                 Stream stream) {
+void merge_state(const TensorView& v_a, const TensorView& s_a, const TensorView& v_b, const TensorView& s_b,
+                 const TensorView& v_out, const TensorView& s_out, Stream stream) {
   constexpr std::string_view op = "merge_state";
   const detail::MergeStateParams p{v_a, s_a, v_b, s_b, v_out, s_out, TensorView(), stream};
   validate_pair(op, p, {"v_a", "s_a", "v_b", "s_b", "v_out", "s_out"}, "mask");
@@ -114,8 +108,8 @@ void merge_state_in_place(const TensorView& v, const TensorView& s, const Tensor
   run(p, v.device());
 }
 
-void merge_states(const TensorView& v, const TensorView& s, const TensorView& v_out,
-                  const TensorView& s_out, Stream stream) {
+void merge_states(const TensorView& v, const TensorView& s, const TensorView& v_out, const TensorView& s_out,
+                  Stream stream) {
   constexpr std::string_view op = "merge_states";
   check_first_values(op, "v", v, 4);
   const Device device = v.device();
@@ -137,10 +131,7 @@ void merge_states(const TensorView& v, const TensorView& s, const TensorView& v_
   if (n == 0 || h == 0) return;
 
   const detail::MergeStatesParams p{v, s, v_out, s_out, stream};
-  if (device.is_cpu()) return cpu::merge_states(p);
-#ifdef KVINFER_WITH_CUDA
-  cuda::merge_states(p);
-#endif
+  detail::backend_for(device).merge_states(p);
 }
 
 }  // namespace kvinfer

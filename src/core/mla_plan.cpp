@@ -9,12 +9,9 @@
 #include <cmath>
 #include <numeric>
 
+#include "backend/backend.hpp"
 #include "core/check.hpp"
 #include "core/plan_checks.hpp"
-#include "cpu/mla.hpp"
-#ifdef KVINFER_WITH_CUDA
-#include "cuda/mla.hpp"
-#endif
 
 namespace kvinfer::detail {
 namespace {
@@ -35,7 +32,8 @@ MLAPlan::MLAPlan(Device device, std::optional<Capacity> capacity)
       workspace_(device, capacity.has_value()) {
   check_wrapper_device(kOp, device);
   if (capacity) check_capacity(kOp, *capacity);
-  profile_ = device_profile(device);
+  backend_ = &backend_for(device);
+  profile_ = backend_->profile(device.index);
 }
 
 MLAPlan::Checked MLAPlan::check_plan(const MLAPlanArgs& a) const {
@@ -109,22 +107,19 @@ MLAPlan::Checked MLAPlan::check_plan(const MLAPlanArgs& a) const {
   pr.kv_dtype = a.kv_dtype;
   pr.o_dtype = o_dtype;
 
-  if (capacity_) {
-    require_v(pr.batch_size <= capacity_->max_batch, kOp, "batch_size", pr.batch_size,
-              fmt::format("must not exceed the capacity's max_batch ({})", capacity_->max_batch));
-    require_v(pr.nnz_q <= capacity_->max_qo_tokens, kOp, "qo_indptr[batch_size]", pr.nnz_q,
-              fmt::format("must not exceed the capacity's max_qo_tokens ({})", capacity_->max_qo_tokens));
-    require_v(pr.nnz_kv <= capacity_->max_kv, kOp, "kv_indptr[batch_size]", pr.nnz_kv,
-              fmt::format("must not exceed the capacity's max_kv ({} pages)", capacity_->max_kv));
-    pr.max_qo_len = capacity_->max_qo_tokens;
-  }
+  // The lengths are checked against the capacity by make_schedule; the kernel is
+  // chosen for the capacity's rows, so that every re-plan keeps it.
+  if (capacity_) pr.max_qo_len = capacity_->max_qo_tokens;
   return c;
 }
 
 Schedule MLAPlan::make_plan_schedule(const Checked& c, const SplitOptions& split) const {
   const MLAProblem& pr = c.problem;
   ScheduleInput in;
+  in.op = kOp;
   in.qo_lens = c.qo_lens;
+  in.kv_begin = c.kv_begin;
+  in.nnz_kv = pr.nnz_kv;
   in.kv_lens = c.kv_lens;
   // Every head reads the same latent KV: one KV head whose group is all heads, so a
   // work item's key block is loaded once for num_heads query rows of a token.
@@ -133,28 +128,21 @@ Schedule MLAPlan::make_plan_schedule(const Checked& c, const SplitOptions& split
   in.head_dim_vo = pr.head_dim_ckv;
   in.page_size = pr.page_size;
   in.window_left = -1;
-  in.q_tile_rows = kQTileRows;
+  // The GPU kernel's items hold 16, 32 or 64 rows: the fewest that hold a request's
+  // rows (decode with 16 heads: 16), so no CTA computes empty row blocks.
+  const std::int64_t max_item_rows = std::min<std::int64_t>(kQTileRows, pr.max_qo_len * pr.num_heads);
+  const MlaKernelTraits traits = backend_->mla_kernel(pr, max_item_rows, device_.index);
+  in.q_tile_rows = traits.q_tile_rows;
   DeviceProfile profile = profile_;
-#ifdef KVINFER_WITH_CUDA
-  if (device_.is_cuda()) {
-    // The GPU kernel's items hold 16, 32 or 64 rows: the fewest that hold a request's
-    // rows (decode with 16 heads: 16), so no CTA computes empty row blocks.
-    const std::int64_t max_item_rows = std::min<std::int64_t>(kQTileRows, pr.max_qo_len * pr.num_heads);
-    const cuda::MlaKernelTraits traits = cuda::select_mla_kernel(pr, max_item_rows, device_.index);
-    in.q_tile_rows = traits.q_tile_rows;
-    profile.work_items_per_processor = traits.work_items_per_processor;
-    in.split_waves = 1;  // one wave of items at the full rate, as attention's (attention_plan.cpp)
-  }
-#endif
+  profile.work_items_per_processor = traits.work_items_per_processor;
+  in.split_waves = traits.split_waves;
   in.fixed_split_size = split.fixed_split_size;
   in.disable_split_kv = split.disable_split_kv;
   if (capacity_) {
     in.capacity = ScheduleInput::Capacity{capacity_->max_batch, capacity_->max_qo_tokens,
-                                          capacity_->max_kv * pr.page_size, -1};
+                                          capacity_->max_kv * pr.page_size, -1, capacity_->max_kv};
   }
-  Schedule s = make_schedule(in, profile);
-  set_kv_begins(s, c.kv_begin);
-  return s;
+  return make_schedule(in, profile);
 }
 
 WorkspaceSize MLAPlan::workspace_size(const MLAPlanArgs& args) const {
@@ -174,7 +162,8 @@ void MLAPlan::plan(const MLAPlanArgs& args) {
 }
 
 void MLAPlan::reset_workspace_buffer(const TensorView& float_buffer, const TensorView& int_buffer) {
-  if (workspace_.use_buffers(kOp, float_buffer, int_buffer, planned_ ? &schedule_.layout : nullptr) && planned_) {
+  if (workspace_.use_buffers(kOp, float_buffer, int_buffer, planned_ ? &schedule_.layout : nullptr) &&
+      planned_) {
     workspace_.upload(kOp, schedule_, problem_.batch_size, problem_.nnz_q);
   }
 }
@@ -248,13 +237,7 @@ void MLAPlan::run(const TensorView& q_nope, const TensorView& q_pe, const MLACac
   p.max_chunks = schedule_.max_chunks;
   p.fixed_split = schedule_.fixed_split;
   p.stream = options.stream;
-  if (device_.is_cpu()) {
-    cpu::run_mla(p);
-    return;
-  }
-#ifdef KVINFER_WITH_CUDA
-  cuda::run_mla(p);
-#endif
+  backend_->run_mla(p);
 }
 
 }  // namespace kvinfer::detail

@@ -15,6 +15,8 @@
 
 namespace kvinfer::detail {
 
+class Backend;
+
 class MLAPlan {
  public:
   MLAPlan(Device device, std::optional<Capacity> capacity);
@@ -45,6 +47,7 @@ class MLAPlan {
 
   Device device_;
   std::optional<Capacity> capacity_;
+  const Backend* backend_ = nullptr;
   DeviceProfile profile_;
 
   bool planned_ = false;

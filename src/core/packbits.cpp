@@ -8,13 +8,10 @@
 #include <limits>
 #include <vector>
 
+#include "backend/backend.hpp"
 #include "core/check.hpp"
 #include "core/copy_to.hpp"
 #include "core/op_params.hpp"
-#include "cpu/ops.hpp"
-#ifdef KVINFER_WITH_CUDA
-#include "cuda/ops.hpp"
-#endif
 
 namespace kvinfer {
 namespace {
@@ -47,10 +44,7 @@ void packbits(const TensorView& x, const TensorView& out, BitOrder order, Stream
   if (x.size(0) == 0) return;
 
   const detail::PackBitsParams p{x, out, order, stream};
-  if (x.device().is_cpu()) return cpu::packbits(p);
-#ifdef KVINFER_WITH_CUDA
-  cuda::packbits(p);
-#endif
+  detail::backend_for(x.device()).packbits(p);
 }
 
 Tensor packbits(const TensorView& x, BitOrder order, Stream stream) {
@@ -115,13 +109,7 @@ SegmentPacked segment_packbits(const TensorView& x, const TensorView& indptr, Bi
   }
   const detail::SegmentPackBitsParams p{
       x, indptr_on_device, result.indptr, result.data, batch_size, order, stream};
-  if (device.is_cpu()) {
-    cpu::segment_packbits(p);
-    return result;
-  }
-#ifdef KVINFER_WITH_CUDA
-  cuda::segment_packbits(p);
-#endif
+  detail::backend_for(device).segment_packbits(p);
   return result;
 }
 

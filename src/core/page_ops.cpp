@@ -4,15 +4,12 @@
 // the data.
 #include <fmt/format.h>
 
+#include "backend/backend.hpp"
 #include "core/check.hpp"
 #include "core/copy_to.hpp"
 #include "core/op_params.hpp"
 #include "core/page_table.hpp"
-#include "cpu/ops.hpp"
 #include "kvinfer/ops/page.hpp"
-#ifdef KVINFER_WITH_CUDA
-#include "cuda/ops.hpp"
-#endif
 
 namespace kvinfer {
 namespace {
@@ -112,10 +109,7 @@ void append_paged_kv_cache(const TensorView& append_key, const TensorView& appen
 
   const detail::AppendPagedKVParams p{append_key, append_value, batch_indices, positions,
                                       cache,      table,        stream};
-  if (device.is_cpu()) return cpu::append_paged_kv_cache(p);
-#ifdef KVINFER_WITH_CUDA
-  cuda::append_paged_kv_cache(p);
-#endif
+  detail::backend_for(device).append_paged_kv_cache(p);
 }
 
 void append_paged_mla_kv_cache(const TensorView& append_ckv, const TensorView& append_kpe,
@@ -147,10 +141,7 @@ void append_paged_mla_kv_cache(const TensorView& append_ckv, const TensorView& a
   if (nnz == 0) return;
 
   const detail::AppendPagedMLAParams p{append_ckv, kpe, batch_indices, positions, cache, table, stream};
-  if (device.is_cpu()) return cpu::append_paged_mla_kv_cache(p);
-#ifdef KVINFER_WITH_CUDA
-  cuda::append_paged_mla_kv_cache(p);
-#endif
+  detail::backend_for(device).append_paged_mla_kv_cache(p);
 }
 
 void get_batch_indices_positions(const TensorView& append_indptr, const TensorView& seq_lens,
@@ -187,10 +178,7 @@ void get_batch_indices_positions(const TensorView& append_indptr, const TensorVi
   if (nnz == 0) return;
 
   const detail::BatchIndicesPositionsParams p{append_indptr, seq_lens, batch_indices, positions, stream};
-  if (device.is_cpu()) return cpu::get_batch_indices_positions(p);
-#ifdef KVINFER_WITH_CUDA
-  cuda::get_batch_indices_positions(p);
-#endif
+  detail::backend_for(device).get_batch_indices_positions(p);
 }
 
 void get_seq_lens(const TensorView& kv_indptr, const TensorView& kv_last_page_len, std::int64_t page_size,
@@ -216,10 +204,7 @@ void get_seq_lens(const TensorView& kv_indptr, const TensorView& kv_last_page_le
   if (batch_size == 0) return;
 
   const detail::SeqLensParams p{kv_indptr, kv_last_page_len, page_size, seq_lens, stream};
-  if (device.is_cpu()) return cpu::get_seq_lens(p);
-#ifdef KVINFER_WITH_CUDA
-  cuda::get_seq_lens(p);
-#endif
+  detail::backend_for(device).get_seq_lens(p);
 }
 
 }  // namespace kvinfer

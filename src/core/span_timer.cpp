@@ -3,29 +3,23 @@
 
 #include <string>
 
+#include "backend/backend.hpp"
+#include "core/check.hpp"
 #include "kvinfer/core/error.hpp"
-
-#ifdef KVINFER_WITH_CUDA
-#include "cuda/runtime.hpp"
-#endif
 
 namespace kvinfer::detail {
 
 SpanTimer::SpanTimer(Device device, int kinds, Stream stream)
-    : device_(device), stream_(stream), seconds_(std::size_t(kinds), 0.0) {
-#ifndef KVINFER_WITH_CUDA
-  if (device.is_cuda())
-    throw Error("SpanTimer", "device", to_string(device), "the CUDA backend is not built");
-#endif
+    : device_(device), backend_(&backend_for(device)), stream_(stream), seconds_(std::size_t(kinds), 0.0) {
+  require(!device.is_cuda() || cuda_backend_built(), "SpanTimer", "device", to_string(device),
+          "the CUDA backend is not built");
 }
 
 SpanTimer::~SpanTimer() {
-#ifdef KVINFER_WITH_CUDA
   for (auto [start, stop] : events_) {
-    cuda::destroy_event(start);
-    cuda::destroy_event(stop);
+    backend_->destroy_event(start);
+    backend_->destroy_event(stop);
   }
-#endif
 }
 
 void SpanTimer::begin(int kind) {
@@ -34,29 +28,25 @@ void SpanTimer::begin(int kind) {
                 open_ >= 0 ? "a span is open" : "must be in [0, " + std::to_string(seconds_.size()) + ")");
   }
   open_ = kind;
-#ifdef KVINFER_WITH_CUDA
   if (device_.is_cuda()) {
     if (kinds_.size() == events_.size()) {
-      events_.emplace_back(cuda::create_timing_event(device_.index),
-                           cuda::create_timing_event(device_.index));
+      events_.emplace_back(backend_->create_event(device_.index, /*timing=*/true),
+                           backend_->create_event(device_.index, /*timing=*/true));
     }
-    cuda::record_event(events_[kinds_.size()].first, stream_);
+    backend_->record_event(events_[kinds_.size()].first, stream_);
     kinds_.push_back(kind);
     return;
   }
-#endif
   started_ = std::chrono::steady_clock::now();
 }
 
 void SpanTimer::end() {
   if (open_ < 0) throw Error("SpanTimer::end", "span", "none", "no span is open");
-#ifdef KVINFER_WITH_CUDA
   if (device_.is_cuda()) {
-    cuda::record_event(events_[kinds_.size() - 1].second, stream_);
+    backend_->record_event(events_[kinds_.size() - 1].second, stream_);
     open_ = -1;
     return;
   }
-#endif
   seconds_[std::size_t(open_)] +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   open_ = -1;
@@ -64,16 +54,15 @@ void SpanTimer::end() {
 
 std::vector<double> SpanTimer::collect() {
   if (open_ >= 0) throw Error("SpanTimer::collect", "span", std::to_string(open_), "a span is still open");
-#ifdef KVINFER_WITH_CUDA
   if (!kinds_.empty()) {
-    cuda::event_synchronize(events_[kinds_.size() - 1].second);  // stream order: every span before it is done
+    backend_->event_synchronize(
+        events_[kinds_.size() - 1].second);  // stream order: every span before it is done
     for (std::size_t i = 0; i < kinds_.size(); ++i) {
       seconds_[std::size_t(kinds_[i])] +=
-          1e-3 * double(cuda::elapsed_ms(events_[i].first, events_[i].second));
+          1e-3 * double(backend_->elapsed_ms(events_[i].first, events_[i].second));
     }
     kinds_.clear();
   }
-#endif
   std::vector<double> out(seconds_.size(), 0.0);
   std::swap(out, seconds_);
   return out;

@@ -16,6 +16,8 @@
 
 namespace kvinfer::detail {
 
+class Backend;
+
 class SpanTimer {
  public:
   // Spans are of `kinds` kinds (0 .. kinds - 1); their times add up per kind.
@@ -31,12 +33,13 @@ class SpanTimer {
 
  private:
   Device device_;
+  const Backend* backend_;
   Stream stream_;
   std::vector<double> seconds_;
   int open_ = -1;  // the open span's kind
   // GPU: an event pair per span of the current collect() period, reused afterwards.
   std::vector<std::pair<void*, void*>> events_;
-  std::vector<int> kinds_;  // the kind of each recorded span
+  std::vector<int> kinds_;                         // the kind of each recorded span
   std::chrono::steady_clock::time_point started_;  // CPU
 };
 

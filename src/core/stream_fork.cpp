@@ -1,54 +1,37 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/stream_fork.hpp"
 
-#ifdef KVINFER_WITH_CUDA
-#include "cuda/runtime.hpp"
-#endif
+#include "backend/backend.hpp"
 
 namespace kvinfer::detail {
 
-StreamFork::StreamFork(Device device) {
-#ifdef KVINFER_WITH_CUDA
-  if (device.is_cuda()) {
-    side_ = cuda::create_stream(device.index);
-    forked_ = cuda::create_event(device.index);
-    joined_ = cuda::create_event(device.index);
+StreamFork::StreamFork(Device device) : backend_(&backend_for(device)) {
+  side_ = backend_->create_stream(device.index);
+  if (side_) {
+    forked_ = backend_->create_event(device.index, /*timing=*/false);
+    joined_ = backend_->create_event(device.index, /*timing=*/false);
   }
-#else
-  (void)device;
-#endif
 }
 
 StreamFork::~StreamFork() {
-#ifdef KVINFER_WITH_CUDA
   if (side_) {
-    cuda::destroy_event(joined_);
-    cuda::destroy_event(forked_);
-    cuda::destroy_stream(side_);
+    backend_->destroy_event(joined_);
+    backend_->destroy_event(forked_);
+    backend_->destroy_stream(side_);
   }
-#endif
 }
 
 Stream StreamFork::fork(Stream origin) {
-#ifdef KVINFER_WITH_CUDA
-  if (side_) {
-    cuda::record_event(forked_, origin);
-    cuda::stream_wait_event(side_, forked_);
-    return side_;
-  }
-#endif
-  return origin;
+  if (!side_) return origin;
+  backend_->record_event(forked_, origin);
+  backend_->stream_wait_event(side_, forked_);
+  return side_;
 }
 
 void StreamFork::join(Stream origin) {
-#ifdef KVINFER_WITH_CUDA
-  if (side_) {
-    cuda::record_event(joined_, side_);
-    cuda::stream_wait_event(origin, joined_);
-  }
-#else
-  (void)origin;
-#endif
+  if (!side_) return;
+  backend_->record_event(joined_, side_);
+  backend_->stream_wait_event(origin, joined_);
 }
 
 }  // namespace kvinfer::detail

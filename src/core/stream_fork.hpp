@@ -14,6 +14,8 @@
 
 namespace kvinfer::detail {
 
+class Backend;
+
 class StreamFork {
  public:
   explicit StreamFork(Device device);
@@ -26,6 +28,7 @@ class StreamFork {
   void join(Stream origin);
 
  private:
+  const Backend* backend_;
   Stream side_ = nullptr;
   void* forked_ = nullptr;  // events (cudaEvent_t)
   void* joined_ = nullptr;

@@ -1,10 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "kvinfer/core/tensor.hpp"
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -12,10 +8,8 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/backend.hpp"
 #include "core/check.hpp"
-#ifdef KVINFER_WITH_CUDA
-#include "cuda/runtime.hpp"
-#endif
 
 namespace kvinfer {
 namespace {
@@ -27,13 +21,9 @@ void check_shape(std::span<const std::int64_t> shape) {
                     "at most 6 dimensions are supported");
   for (std::size_t d = 0; d < shape.size(); ++d) {
     // Runs for every view made: the message is only formatted on failure.
-    if (shape[d] < 0) detail::fail(kOp, fmt::format("shape[{}]", d), std::to_string(shape[d]), "sizes must be non-negative");
+    if (shape[d] < 0)
+      detail::fail(kOp, fmt::format("shape[{}]", d), std::to_string(shape[d]), "sizes must be non-negative");
   }
-}
-
-[[noreturn, maybe_unused]] void no_cuda(std::string_view what) {
-  detail::fail(what, "device", "cuda",
-               "the CUDA backend is not built (configure with -DKVINFER_CUDA=ON on a machine with nvcc)");
 }
 
 }  // namespace
@@ -141,7 +131,9 @@ void* TensorView::element_ptr(std::span<const std::int64_t> index) const {
   return static_cast<char*>(data_) + offset * std::int64_t(element_size());
 }
 
-std::string TensorView::shape_string() const { return fmt::format("[{}]", fmt::join(shape(), ", ")); }
+std::string TensorView::shape_string() const {
+  return fmt::format("[{}]", fmt::join(shape(), ", "));
+}
 
 std::string TensorView::describe() const {
   if (!defined()) return "(absent)";
@@ -153,29 +145,10 @@ Tensor Tensor::empty(std::span<const std::int64_t> shape, DType dtype, Device de
   t.view_ = TensorView(nullptr, dtype, shape, device);
   // At least one byte so that every tensor, even an empty one, has a distinct address.
   const std::size_t bytes = std::max<std::size_t>(1, std::size_t(t.view_.numel()) * dtype_size(dtype));
-  void* ptr = nullptr;
-  if (device.is_cpu()) {
-    // Large buffers (KV caches) are read page by page in the page table's order, a
-    // TLB miss per 4 KiB: on 2 MiB-aligned memory Linux can back them with huge pages
-    // (paged decode ~10% faster on the CPU backend).
-    constexpr std::size_t kHuge = std::size_t(2) << 20;
-    const bool huge = bytes >= 2 * kHuge;
-    const std::size_t align = huge ? kHuge : 64;
-    ptr = std::aligned_alloc(align, (bytes + align - 1) / align * align);
-    if (ptr == nullptr) throw std::bad_alloc();
-#ifdef MADV_HUGEPAGE
-    if (huge) ::madvise(ptr, (bytes + align - 1) / align * align, MADV_HUGEPAGE);  // a hint: failure is harmless
-#endif
-    t.storage_ = std::shared_ptr<void>(ptr, [](void* p) { std::free(p); });
-  } else {
-#ifdef KVINFER_WITH_CUDA
-    const int index = device.index;
-    ptr = cuda::malloc_device(bytes, index);
-    t.storage_ = std::shared_ptr<void>(ptr, [index](void* p) { cuda::free_device(p, index); });
-#else
-    no_cuda("Tensor::empty");
-#endif
-  }
+  const detail::Backend& backend = detail::backend_for(device);
+  const int index = device.index;
+  void* ptr = backend.allocate(bytes, index);
+  t.storage_ = std::shared_ptr<void>(ptr, [&backend, index](void* p) { backend.deallocate(p, index); });
   t.view_ = TensorView(ptr, dtype, shape, device);
   return t;
 }
@@ -193,9 +166,9 @@ Tensor Tensor::zeros(Shape shape, DType dtype, Device device) {
 Tensor Tensor::to(Device device) const {
   Tensor t = empty(view_.shape(), view_.dtype(), device);
   copy(t, view_);
-#ifdef KVINFER_WITH_CUDA
-  if (!device.is_cpu() || !view_.device().is_cpu()) cuda::stream_synchronize(nullptr);
-#endif
+  // copy() is asynchronous between a GPU and the host; the result is read at once.
+  if (!device.is_cpu()) detail::backend_for(device).synchronize(nullptr);
+  if (!view_.device().is_cpu()) detail::backend_for(view_.device()).synchronize(nullptr);
   return t;
 }
 
@@ -238,15 +211,16 @@ void copy(const TensorView& dst, const TensorView& src, Stream stream) {
     copy_host(dst, src, 0, static_cast<char*>(dst.data()), static_cast<const char*>(src.data()));
     return;
   }
-#ifdef KVINFER_WITH_CUDA
+  detail::check_backend_built(op, "dst", dst.device());
+  detail::check_backend_built(op, "src", src.device());
   detail::require(dst.is_contiguous(), op, "dst", dst.describe(),
                   "copies to or from a GPU need contiguous tensors");
   detail::require(src.is_contiguous(), op, "src", src.describe(),
                   "copies to or from a GPU need contiguous tensors");
-  cuda::memcpy_async(dst.data(), src.data(), std::size_t(dst.numel()) * dst.element_size(), stream);
-#else
-  no_cuda(op);
-#endif
+  // The GPU's runtime copies between any two of host and device memory.
+  const Device gpu = dst.device().is_cpu() ? src.device() : dst.device();
+  detail::backend_for(gpu).copy_async(dst.data(), src.data(), std::size_t(dst.numel()) * dst.element_size(),
+                                      stream);
 }
 
 void fill_bytes(const TensorView& dst, std::uint8_t byte, Stream stream) {
@@ -263,12 +237,11 @@ void fill_bytes(const TensorView& dst, std::uint8_t byte, Stream stream) {
     copy(dst, TensorView(one.data(), dst.dtype(), dst.shape(), std::span(zero.data(), dst.shape().size())));
     return;
   }
-#ifdef KVINFER_WITH_CUDA
-  detail::require(dst.is_contiguous(), "fill_bytes", "dst", dst.describe(), "GPU fills need a contiguous tensor");
-  cuda::memset_async(dst.data(), byte, std::size_t(dst.numel()) * dst.element_size(), stream);
-#else
-  no_cuda("fill_bytes");
-#endif
+  detail::check_backend_built("fill_bytes", "dst", dst.device());
+  detail::require(dst.is_contiguous(), "fill_bytes", "dst", dst.describe(),
+                  "GPU fills need a contiguous tensor");
+  detail::backend_for(dst.device())
+      .fill_async(dst.data(), byte, std::size_t(dst.numel()) * dst.element_size(), stream);
 }
 
 }  // namespace kvinfer

@@ -7,10 +7,8 @@
 #include <cstring>
 #include <utility>
 
+#include "backend/backend.hpp"
 #include "core/check.hpp"
-#ifdef KVINFER_WITH_CUDA
-#include "cuda/runtime.hpp"
-#endif
 
 namespace kvinfer::detail {
 
@@ -95,9 +93,7 @@ void PlanWorkspace::upload(std::string_view op, const Schedule& s, std::int64_t 
   write_schedule(s, batch_size, nnz_q, staging_.data_as<std::uint8_t>());
   copy(TensorView(dst, DType::kU8, {std::int64_t(l.int_bytes)}, device_),
        staging_.view().slice(0, 0, std::int64_t(l.int_bytes)));
-#ifdef KVINFER_WITH_CUDA
-  cuda::stream_synchronize(nullptr);  // the staging buffer is rewritten by the next plan
-#endif
+  backend_for(device_).synchronize(nullptr);  // the staging buffer is rewritten by the next plan
 }
 
 ScheduleView PlanWorkspace::view(const WorkspaceLayout& l) const {

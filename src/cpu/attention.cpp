@@ -4,7 +4,6 @@
 // an online base-2 softmax in float32, one block of keys at a time through the
 // vectorised loops of cpu/kernels.hpp; split requests are merged afterwards in the
 // order of their chunks, so results do not depend on the thread count.
-#include "cpu/attention.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "cpu/backend.hpp"
 #include "core/mask_policy.hpp"
 #include "cpu/convert.hpp"
 #include "cpu/kernels.hpp"
@@ -457,7 +457,7 @@ void merge_token(const AttentionParams& p, const detail::MergeToken& mt) {
 
 }  // namespace
 
-void run_attention(const AttentionParams& p) {
+void CpuBackend::run_attention(const AttentionParams& p) const {
   const std::int64_t num_items = p.counts[0], num_merge = p.counts[1];
   const Grouping& g = group_items(p, num_items);
   parallel_for(std::int64_t(g.groups.size()), [&](std::int64_t i) {

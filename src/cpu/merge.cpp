@@ -7,8 +7,8 @@
 #include <limits>
 #include <vector>
 
+#include "cpu/backend.hpp"
 #include "cpu/convert.hpp"
-#include "cpu/ops.hpp"
 #include "cpu/thread_pool.hpp"
 
 namespace kvinfer::cpu {
@@ -48,7 +48,7 @@ std::vector<float>& scratch(int which, std::int64_t size) {
 
 }  // namespace
 
-void merge_state(const detail::MergeStateParams& p) {
+void CpuBackend::merge_state(const detail::MergeStateParams& p) const {
   const std::int64_t n = p.v_a.size(0), num_heads = p.v_a.size(1), head_dim = p.v_a.size(2);
   const DType dtype = p.v_a.dtype();
   const std::size_t row_bytes = std::size_t(head_dim) * p.v_a.element_size();
@@ -89,7 +89,7 @@ void merge_state(const detail::MergeStateParams& p) {
   });
 }
 
-void merge_states(const detail::MergeStatesParams& p) {
+void CpuBackend::merge_states(const detail::MergeStatesParams& p) const {
   const std::int64_t n = p.v.size(0), num_states = p.v.size(1), num_heads = p.v.size(2),
                      head_dim = p.v.size(3);
   const DType dtype = p.v.dtype();

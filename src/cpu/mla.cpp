@@ -4,13 +4,13 @@
 // an online base-2 softmax in float32: each block of ckv/kpe rows is converted once
 // and shared by every head, since all heads read the same latent KV. Split requests
 // are merged afterwards in chunk order, so results do not depend on the thread count.
-#include "cpu/mla.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
+#include "cpu/backend.hpp"
 #include "core/mask_policy.hpp"
 #include "cpu/convert.hpp"
 #include "cpu/thread_pool.hpp"
@@ -215,7 +215,7 @@ void merge_token(const MLAParams& p, const detail::MergeToken& mt) {
 
 }  // namespace
 
-void run_mla(const MLAParams& p) {
+void CpuBackend::run_mla(const MLAParams& p) const {
   const std::int64_t num_items = p.counts[0], num_merge = p.counts[1];
   parallel_for(num_items, [&](std::int64_t i) { run_item(p, p.items[i]); });
   parallel_for(num_merge, [&](std::int64_t i) { merge_token(p, p.merge_tokens[i]); });

@@ -2,7 +2,7 @@
 // CPU backend of packbits / segment_packbits (numpy.packbits semantics).
 #include <cstdint>
 
-#include "cpu/ops.hpp"
+#include "cpu/backend.hpp"
 
 namespace kvinfer::cpu {
 namespace {
@@ -24,11 +24,11 @@ void pack(const std::uint8_t* x, std::int64_t n, std::uint8_t* out, BitOrder ord
 
 }  // namespace
 
-void packbits(const detail::PackBitsParams& p) {
+void CpuBackend::packbits(const detail::PackBitsParams& p) const {
   pack(p.x.data_as<const std::uint8_t>(), p.x.size(0), p.out.data_as<std::uint8_t>(), p.order);
 }
 
-void segment_packbits(const detail::SegmentPackBitsParams& p) {
+void CpuBackend::segment_packbits(const detail::SegmentPackBitsParams& p) const {
   const auto* x = p.x.data_as<const std::uint8_t>();
   const auto* indptr = p.indptr.data_as<const std::int32_t>();
   const auto* out_indptr = p.out_indptr.data_as<const std::int32_t>();

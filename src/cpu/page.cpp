@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "cpu/ops.hpp"
+#include "cpu/backend.hpp"
 #include "cpu/thread_pool.hpp"
 
 namespace kvinfer::cpu {
@@ -44,7 +44,7 @@ void for_each_token(std::int64_t nnz, F&& token) {
 
 }  // namespace
 
-void append_paged_kv_cache(const detail::AppendPagedKVParams& p) {
+void CpuBackend::append_paged_kv_cache(const detail::AppendPagedKVParams& p) const {
   const PagedKVCache& cache = p.cache;
   const PageStrides ks = page_strides(cache.k, cache.layout);
   const PageStrides vs = page_strides(cache.v, cache.layout);
@@ -64,7 +64,7 @@ void append_paged_kv_cache(const detail::AppendPagedKVParams& p) {
   });
 }
 
-void append_paged_mla_kv_cache(const detail::AppendPagedMLAParams& p) {
+void CpuBackend::append_paged_mla_kv_cache(const detail::AppendPagedMLAParams& p) const {
   const MLACache& cache = p.cache;
   const std::int64_t es = std::int64_t(cache.ckv.element_size());
   const auto* batch = p.batch_indices.data_as<const std::int32_t>();
@@ -81,7 +81,7 @@ void append_paged_mla_kv_cache(const detail::AppendPagedMLAParams& p) {
   });
 }
 
-void get_batch_indices_positions(const detail::BatchIndicesPositionsParams& p) {
+void CpuBackend::get_batch_indices_positions(const detail::BatchIndicesPositionsParams& p) const {
   const auto* indptr = p.append_indptr.data_as<const std::int32_t>();
   const auto* seq_lens = p.seq_lens.data_as<const std::int32_t>();
   auto* batch = p.batch_indices.data_as<std::int32_t>();
@@ -97,7 +97,7 @@ void get_batch_indices_positions(const detail::BatchIndicesPositionsParams& p) {
   }
 }
 
-void get_seq_lens(const detail::SeqLensParams& p) {
+void CpuBackend::get_seq_lens(const detail::SeqLensParams& p) const {
   const auto* indptr = p.kv_indptr.data_as<const std::int32_t>();
   const auto* last = p.kv_last_page_len.data_as<const std::int32_t>();
   auto* out = p.seq_lens.data_as<std::int32_t>();

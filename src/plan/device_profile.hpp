@@ -6,8 +6,6 @@
 
 #include <cstdint>
 
-#include "kvinfer/core/device.hpp"
-
 namespace kvinfer::detail {
 
 struct DeviceProfile {
@@ -20,8 +18,5 @@ struct DeviceProfile {
   // One H200: 132 SMs; attention kernels keep 2 CTAs per SM resident.
   static DeviceProfile h200() { return {132, 2}; }
 };
-
-// The profile of a real device (queries the GPU for CUDA devices).
-DeviceProfile device_profile(Device device);
 
 }  // namespace kvinfer::detail

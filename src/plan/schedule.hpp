@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "plan/device_profile.hpp"
@@ -36,25 +37,30 @@ inline constexpr std::int32_t kUnusedItem = -1;
 
 // Per request: where it lives and how its partial states are merged.
 struct RequestInfo {
-  std::int32_t qo_begin;        // first row in ragged q/o
+  std::int32_t qo_begin;  // first row in ragged q/o
   std::int32_t qo_len;
-  std::int32_t kv_begin;        // ragged: first key row; paged: first entry in kv_indptr/kv_indices
-  std::int32_t kv_len;          // keys
-  std::int32_t num_chunks;      // 1: items write o directly; > 1: partial states then a merge
-  std::int32_t partial_begin;   // first partial row (chunk c, token t -> partial_begin + c * qo_len + t)
-  std::int64_t mask_offset;     // byte offset of the packed custom mask, -1 without one
+  std::int32_t kv_begin;       // ragged: first key row; paged: first entry in kv_indptr/kv_indices
+  std::int32_t kv_len;         // keys
+  std::int32_t num_chunks;     // 1: items write o directly; > 1: partial states then a merge
+  std::int32_t partial_begin;  // first partial row (chunk c, token t -> partial_begin + c * qo_len + t)
+  std::int64_t mask_offset;    // byte offset of the packed custom mask, -1 without one
 };
 static_assert(sizeof(RequestInfo) == 32);
 
 struct ScheduleInput {
+  std::string_view op = "plan";  // the public name in error messages
   std::span<const std::int32_t> qo_lens;
   std::span<const std::int32_t> kv_lens;
+  // Where each request's keys begin (ragged: its first key row; paged: its first
+  // entry in kv_indices), into its RequestInfo and its items; empty: 0.
+  std::span<const std::int32_t> kv_begin;
+  std::int64_t nnz_kv = 0;  // kv_indptr[batch_size], in the unit of Capacity::max_kv
   std::int64_t num_qo_heads = 1;
   std::int64_t num_kv_heads = 1;
   std::int64_t head_dim_vo = 128;
-  std::int64_t page_size = 1;        // chunks are whole pages, unless pages are longer than min_chunk_tokens
+  std::int64_t page_size = 1;  // chunks are whole pages, unless pages are longer than min_chunk_tokens
   int window_left = -1;
-  std::int32_t q_tile_rows = 64;     // packed rows per work item (chosen by the backend's kernel)
+  std::int32_t q_tile_rows = 64;  // packed rows per work item (chosen by the backend's kernel)
   std::int64_t fixed_split_size = -1;
   bool disable_split_kv = false;
   std::int64_t min_chunk_tokens = 256;  // splitting finer costs more in merges than it gains
@@ -76,26 +82,27 @@ struct ScheduleInput {
     std::int64_t max_qo_tokens;
     std::int64_t max_kv_tokens = 0;  // bounds the chunks of a fixed split size
     std::int64_t max_qo_len = -1;    // query rows of one request (decode: 1); -1: max_qo_tokens
+    std::int64_t max_kv = -1;        // bounds nnz_kv (pages or key rows, as the public Capacity); -1: none
   };
   std::optional<Capacity> capacity;
 };
 
 // A query row of a split request whose partial states are merged.
 struct MergeToken {
-  std::int32_t row;      // row in ragged q/o
+  std::int32_t row;  // row in ragged q/o
   std::int32_t request;
 };
 
 // Byte offsets of the schedule's arrays in the int workspace and of the partial
 // states in the float workspace (both 256-byte aligned).
 struct WorkspaceLayout {
-  std::size_t requests = 0;       // RequestInfo[max_batch]
-  std::size_t items = 0;          // WorkItem[max_items]
-  std::size_t merge_tokens = 0;   // MergeToken[max_merge_tokens]
-  std::size_t counts = 0;         // int32[4]: num_items, num_merge_tokens, batch_size, nnz_q
+  std::size_t requests = 0;      // RequestInfo[max_batch]
+  std::size_t items = 0;         // WorkItem[max_items]
+  std::size_t merge_tokens = 0;  // MergeToken[max_merge_tokens]
+  std::size_t counts = 0;        // int32[4]: num_items, num_merge_tokens, batch_size, nnz_q
   std::size_t int_bytes = 0;
-  std::size_t partial_o = 0;      // float[max_partial_rows, Hq, Dvo]
-  std::size_t partial_lse = 0;    // float[max_partial_rows, Hq]
+  std::size_t partial_o = 0;    // float[max_partial_rows, Hq, Dvo]
+  std::size_t partial_lse = 0;  // float[max_partial_rows, Hq]
   std::size_t float_bytes = 0;
 };
 
@@ -117,12 +124,11 @@ struct Schedule {
   WorkspaceLayout layout;
 };
 
-// Makes the schedule. Throws kvinfer::Error when a fixed capacity is exceeded.
+// Makes the schedule, in named steps (schedule.cpp): measure the requests, check the
+// fixed capacity, choose the chunk and the item warps, lay out requests and items,
+// size the arrays and the workspace. Throws kvinfer::Error naming in.op when a fixed
+// capacity is exceeded: the one check of a plan against its capacity.
 Schedule make_schedule(const ScheduleInput& in, const DeviceProfile& profile);
-
-// Where each request's keys begin (ragged: its first key row; paged: its first entry in
-// kv_indices), which only the caller knows: into its RequestInfo and its items.
-void set_kv_begins(Schedule& s, std::span<const std::int32_t> kv_begin);
 
 // The keys a request's queries can see at all: [first, last) over all its rows.
 struct KeyRange {

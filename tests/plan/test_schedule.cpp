@@ -351,10 +351,10 @@ TEST(Schedule, KvBeginsReachRequestsAndItems) {
   for (int trial = 0; trial < 200; ++trial) {
     Inputs x = random_inputs(rng);
     bind(x);
-    Schedule s = make_schedule(x.in, DeviceProfile::h200());
     std::vector<std::int32_t> begins(x.qo.size());
     for (auto& b : begins) b = std::int32_t(rng() % 100000);
-    set_kv_begins(s, begins);
+    x.in.kv_begin = begins;
+    const Schedule s = make_schedule(x.in, DeviceProfile::h200());
     for (std::size_t b = 0; b < begins.size(); ++b) EXPECT_EQ(s.requests[b].kv_begin, begins[b]);
     for (const WorkItem& it : s.items) EXPECT_EQ(it.kv_base, begins[std::size_t(it.request)]);
   }
@@ -364,13 +364,12 @@ TEST(Schedule, KvBeginsReachRequestsAndItems) {
 // uploaded workspace marks them unused (a kernel launched over the capacity reads
 // its own entry, not the count), and the plan's items are as planned.
 TEST(Schedule, WorkspaceMarksUnusedItems) {
-  std::vector<std::int32_t> qo{1, 1, 1}, kv{700, 30, 5000};
-  ScheduleInput in{.qo_lens = qo, .kv_lens = kv, .num_qo_heads = 32, .num_kv_heads = 8, .page_size = 16,
+  std::vector<std::int32_t> qo{1, 1, 1}, kv{700, 30, 5000}, begins{0, 44, 46};
+  ScheduleInput in{.qo_lens = qo, .kv_lens = kv, .kv_begin = begins, .num_qo_heads = 32, .num_kv_heads = 8, .page_size = 16,
                    .q_tile_rows = 16,
                    .capacity = ScheduleInput::Capacity{.max_batch = 16, .max_qo_tokens = 16, .max_kv_tokens = 1 << 16,
                                                        .max_qo_len = 1}};
-  Schedule s = make_schedule(in, DeviceProfile::h200());
-  set_kv_begins(s, std::vector<std::int32_t>{0, 44, 46});
+  const Schedule s = make_schedule(in, DeviceProfile::h200());
   ASSERT_LT(std::int64_t(s.items.size()), s.max_items);
   PlanWorkspace ws(Device::cpu(), true);
   ws.upload("plan", s, 3, 3);

@@ -20,7 +20,6 @@ struct AttentionKernelParams {
   std::int64_t o_stride_n, o_stride_h;
   float* lse;              // [nnz_q, Hq] or null
   std::int64_t lse_stride_n, lse_stride_h;
-  float lse_scale = 1.0f;  // of the LSE the merge writes: 1 (base 2) or ln 2 (MLA's base e)
 
   const void* k;           // page views (paged) or ragged tensors
   const void* v;

@@ -17,11 +17,11 @@
 #include <string>
 #include <type_traits>
 
-#include "cuda/attention/attention_kernel_params.cuh"
 #include "cuda/attention/math.cuh"
 #include "cuda/attention/merge_partials.hpp"
 #include "cuda/common/convert.cuh"
 #include "cuda/common/launch.cuh"
+#include "cuda/common/ptx.cuh"
 
 namespace kvinfer::cuda {
 namespace {
@@ -61,7 +61,7 @@ __device__ __forceinline__ void add_class(float (&sum)[4], const float4& s) {
 
 // Stores the merged dims [e0, e0 + 4) of (row, head), x * inv each.
 template <class TO>
-__device__ __forceinline__ void store_merged(const AttentionKernelParams& p, std::int64_t row, int h, int e0,
+__device__ __forceinline__ void store_merged(const MergeParams& p, std::int64_t row, int h, int e0,
                                              const float (&x)[4], float inv) {
   TO out[4];
 #pragma unroll
@@ -81,14 +81,14 @@ struct MergeRow {
   detail::RequestInfo r;
   std::int64_t t;  // token in the request
 
-  __device__ __forceinline__ std::int64_t state(const AttentionKernelParams& p, int c) const {
+  __device__ __forceinline__ std::int64_t state(const MergeParams& p, int c) const {
     return (r.partial_begin + std::int64_t(c) * r.qo_len + t) * p.num_qo_heads + h;
   }
 };
 
 // False for a slot past this plan's rows (the grid is sized by the plan's capacity);
 // else waits for the attention kernel.
-__device__ __forceinline__ bool begin_merge_row(const AttentionKernelParams& p, int slot, MergeRow& m) {
+__device__ __forceinline__ bool begin_merge_row(const MergeParams& p, int slot, MergeRow& m) {
   const int token = slot / p.num_qo_heads;
   if (token >= p.counts[1]) return false;
   const detail::MergeToken mt = p.merge_tokens[token];
@@ -112,7 +112,7 @@ __device__ __forceinline__ bool begin_merge_row(const AttentionKernelParams& p, 
 // then few, so that its chunks' loads still spread over many warps.
 template <class TO>
 __global__ void __launch_bounds__(kMaxWarps * 32)
-    merge_partials_kernel(const __grid_constant__ AttentionKernelParams p, int head_dim) {
+    merge_partials_kernel(const __grid_constant__ MergeParams p, int head_dim) {
   MergeRow mr;
   if (!begin_merge_row(p, int(blockIdx.x), mr)) return;
   const detail::RequestInfo& r = mr.r;
@@ -204,7 +204,7 @@ constexpr int kRowWarps = 4;
 
 template <class TO>
 __global__ void __launch_bounds__(kRowWarps * 32)
-    merge_partials_warp_kernel(const __grid_constant__ AttentionKernelParams p, int head_dim) {
+    merge_partials_warp_kernel(const __grid_constant__ MergeParams p, int head_dim) {
   const int lane = int(threadIdx.x) % 32;
   MergeRow mr;
   if (!begin_merge_row(p, int(blockIdx.x) * kRowWarps + int(threadIdx.x) / 32, mr)) return;
@@ -283,7 +283,7 @@ __global__ void __launch_bounds__(kRowWarps * 32)
 // w, w + warps, ...; one barrier, and the classes are added in order.
 template <class TO>
 __global__ void __launch_bounds__(kMaxWarps * 32)
-    merge_partials_fixed_order_kernel(const __grid_constant__ AttentionKernelParams p, int head_dim) {
+    merge_partials_fixed_order_kernel(const __grid_constant__ MergeParams p, int head_dim) {
   MergeRow mr;
   if (!begin_merge_row(p, int(blockIdx.x), mr)) return;
   const std::int64_t row = mr.row;
@@ -356,7 +356,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
 
 }  // namespace
 
-void launch_merge_partials(const AttentionKernelParams& p, DType o_dtype, int head_dim, std::int64_t grid,
+void launch_merge_partials(const MergeParams& p, DType o_dtype, int head_dim, std::int64_t grid,
                            int max_chunks, bool fixed_order, bool programmatic, cudaStream_t stream) {
   if (grid <= 0) return;
   if (head_dim % 4 != 0 || head_dim > kMaxHeadDim) {

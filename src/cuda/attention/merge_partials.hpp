@@ -4,7 +4,7 @@
 
 #include <cuda_runtime.h>
 
-#include "cuda/attention/attention_kernel_params.cuh"
+#include "cuda/attention/merge_params.cuh"
 #include "kvinfer/core/dtype.hpp"
 
 namespace kvinfer::cuda {
@@ -13,7 +13,7 @@ namespace kvinfer::cuda {
 // row's chunks summed in one order whatever the launch (a fixed split size: batch
 // invariance). programmatic: launch as a programmatic dependent of the attention
 // kernel before it on the stream (devices of compute capability 9.0 and later).
-void launch_merge_partials(const AttentionKernelParams& p, DType o_dtype, int head_dim, std::int64_t grid,
+void launch_merge_partials(const MergeParams& p, DType o_dtype, int head_dim, std::int64_t grid,
                            int max_chunks, bool fixed_order, bool programmatic, cudaStream_t stream);
 
 }  // namespace kvinfer::cuda

@@ -9,7 +9,7 @@
 // tile streams in (cp.async) while the current one is computed. fp8 KV lands in a
 // staging buffer and is converted (exactly) to the query's type; RoPE rotates Q once
 // and each K tile in shared memory. Per-element masking runs only on tiles the mask
-// classifies as partial. The kernel is issue-bound (docs/performance.md), so every
+// classifies as partial. The kernel is issue-bound (docs/kernels.md, "Tensor-core tile"), so every
 // pass that a tile may not need sits behind a uniform branch. Included by
 // prefill_launch.cuh and the Hopper mainloop, which shares its helpers.
 #pragma once
@@ -40,7 +40,7 @@ struct PrefillShape {
   // Keys per tile. The one-warp (decode) tile is memory-bound: 16-key tiles (20 KiB
   // of shared memory, 199 registers) let 8 CTAs share an SM where 32-key tiles (37
   // KiB) let 6, so a batch's items fit in one wave more often (H200: 128 x 2k decode
-  // 0.81 -> 0.96, fp8 KV 1.4x faster; docs/performance.md). Registers cap it at 8:
+  // 0.81 -> 0.96, fp8 KV 1.4x faster; docs/kernels.md, "Tensor-core tile"). Registers cap it at 8:
   // one-warp CTAs spread over the SM's four sub-partitions, whose 16K registers each
   // hold two such warps.
   static constexpr int kKeys = kWarps == 1 ? 16 : 64;
@@ -145,7 +145,7 @@ __device__ __forceinline__ const char* packed_q_row(const AttentionKernelParams&
 // (bar.sync 1 + warp, 32), which the fp8 tile had (2.7% faster at fp8 16 x 8k, 2%
 // slower at 1 x 32k): compute-sanitizer's racecheck does not follow it, and reports
 // the CTA merge's reads, after __syncthreads, as racing with the warps' state stores
-// before it (docs/performance.md, session 14, "racecheck and the fp8 tile's barrier").
+// before it (docs/log/performance-2026-11-30.md, session 14, "racecheck and the fp8 tile's barrier").
 template <bool kItemWarps>
 __device__ __forceinline__ int tile_thread() {
   return kItemWarps ? int(threadIdx.x) % 32 : int(threadIdx.x);

@@ -9,7 +9,8 @@
 #include <algorithm>
 #include <string>
 
-#include "cuda/attention.hpp"
+#include "cuda/backend.hpp"
+#include "plan/attention_selector.hpp"
 #include "cuda/attention/attention_kernel_params.cuh"
 #include "cuda/attention/merge_partials.hpp"
 #include "cuda/attention/warp_timeline.hpp"
@@ -36,7 +37,8 @@ int prefill_occupancy(int q_tile_rows);
 template <class TQ, class TKV, class TO, int DQK, int DVO>
 int prefill_max_item_warps(int q_tile_rows);
 template <class TQ, class TKV, class TO, int DQK, int DVO>
-void launch_prefill_wgmma(const AttentionKernelParams& p, int q_tile_rows, std::int64_t grid, cudaStream_t stream);
+void launch_prefill_wgmma(const AttentionKernelParams& p, int q_tile_rows, std::int64_t grid,
+                          cudaStream_t stream);
 template <class TQ, class TKV, class TO, int DQK, int DVO>
 int prefill_wgmma_occupancy(int q_tile_rows);
 
@@ -57,30 +59,31 @@ struct Instance {
 };
 
 #define KVINFER_DECODE_INSTANCE(TQ, QD, TKV, KVD, D) \
-  {DType::QD,                                 \
-   DType::KVD,                                \
-   D,                                         \
-   D,                                         \
-   &launch_decode<TQ, TKV, TQ, D>,            \
-   &decode_occupancy<TQ, TKV, TQ, D>,         \
-   &decode_max_item_warps<TQ, TKV, TQ, D>,    \
-   nullptr,                                   \
+  {DType::QD,                                        \
+   DType::KVD,                                       \
+   D,                                                \
+   D,                                                \
+   &launch_decode<TQ, TKV, TQ, D>,                   \
+   &decode_occupancy<TQ, TKV, TQ, D>,                \
+   &decode_max_item_warps<TQ, TKV, TQ, D>,           \
+   nullptr,                                          \
    nullptr},
 constexpr Instance kDecodeInstances[] = {
 #include "decode_instances.inc"
-    {DType::kBool, DType::kBool, 0, 0, nullptr, nullptr, nullptr, nullptr, nullptr},  // end marker: a preset may list none
+    {DType::kBool, DType::kBool, 0, 0, nullptr, nullptr, nullptr, nullptr,
+     nullptr},  // end marker: a preset may list none
 };
 #undef KVINFER_DECODE_INSTANCE
 
-#define KVINFER_PREFILL_INSTANCE(TQ, QD, TKV, KVD, DQK, DVO)                                                      \
-  {DType::QD,                                                                                                    \
-   DType::KVD,                                                                                                   \
-   DQK,                                                                                                          \
-   DVO,                                                                                                          \
-   &launch_prefill<TQ, TKV, TQ, DQK, DVO>,                                                                       \
-   &prefill_occupancy<TQ, TKV, TQ, DQK, DVO>,                                                                    \
-   &prefill_max_item_warps<TQ, TKV, TQ, DQK, DVO>,                                                               \
-   kHasWgmmaPrefill<TQ, TKV, DQK, DVO> ? &launch_prefill_wgmma<TQ, TKV, TQ, DQK, DVO> : nullptr,                 \
+#define KVINFER_PREFILL_INSTANCE(TQ, QD, TKV, KVD, DQK, DVO)                                     \
+  {DType::QD,                                                                                    \
+   DType::KVD,                                                                                   \
+   DQK,                                                                                          \
+   DVO,                                                                                          \
+   &launch_prefill<TQ, TKV, TQ, DQK, DVO>,                                                       \
+   &prefill_occupancy<TQ, TKV, TQ, DQK, DVO>,                                                    \
+   &prefill_max_item_warps<TQ, TKV, TQ, DQK, DVO>,                                               \
+   kHasWgmmaPrefill<TQ, TKV, DQK, DVO> ? &launch_prefill_wgmma<TQ, TKV, TQ, DQK, DVO> : nullptr, \
    kHasWgmmaPrefill<TQ, TKV, DQK, DVO> ? &prefill_wgmma_occupancy<TQ, TKV, TQ, DQK, DVO> : nullptr},
 constexpr Instance kPrefillInstances[] = {
 #include "prefill_instances.inc"
@@ -88,76 +91,10 @@ constexpr Instance kPrefillInstances[] = {
 };
 #undef KVINFER_PREFILL_INSTANCE
 
-std::string describe(const detail::AttentionProblem& pr) {
-  return std::string(dtype_name(pr.q_dtype)) + " q, " + std::string(dtype_name(pr.kv_dtype)) + " KV, " +
-         std::string(dtype_name(pr.o_dtype)) + " out, head_dim " + std::to_string(pr.head_dim_qk) +
-         (pr.head_dim_vo != pr.head_dim_qk ? "/" + std::to_string(pr.head_dim_vo) : "");
-}
-
-// The CUDA-core decode kernel runs problems whose requests have one query row each.
-bool is_decode_problem(const detail::AttentionProblem& pr) {
-  return pr.max_qo_len <= 1 && pr.mask_mode != MaskMode::kCustom && pr.head_dim_qk == pr.head_dim_vo;
-}
-
-template <std::size_t N>
-const Instance* find(const Instance (&list)[N], const detail::AttentionProblem& pr) {
-  for (const Instance& inst : list) {
-    if (inst.launch && inst.q == pr.q_dtype && inst.kv == pr.kv_dtype && inst.head_dim_qk == pr.head_dim_qk &&
-        inst.head_dim_vo == pr.head_dim_vo)
-      return &inst;
-  }
-  return nullptr;
-}
-
-int decode_tile_rows(std::int64_t group) {
-  int rows = 1;
-  while (rows < group && rows < 8) rows *= 2;
-  return rows;
-}
-
-// Decode on tensor cores: the prefill kernel's one-warp tile of 16 packed rows
-// holds a GQA group's rows of one token. From 2 rows per KV head on, the CUDA-core
-// kernel is bound by issuing its multiply-adds (0.48-0.52 of the read bandwidth at
-// group 4, 0.80 at group 1) while this one streams at 0.81-0.95 (docs/performance.md).
-// 16-bit KV of the query's type at head_dim 64 and 256, groups 2-8, no RoPE, goes to
-// the decode instances, where launch_decode runs the key-row tile (decode_tile_kq.cuh):
-// at 256, 128 accumulators per lane leave the one-warp tile too few registers (the
-// key-row tile needs 64); at 64, the key-row tile's lighter CTAs share an SM in
-// greater numbers. The general logits (ALiBi, soft cap) run only on the 64-row tiles,
-// so they stay on the CUDA cores.
-constexpr int kDecodeTileRows = 16;
-bool tensor_core_decode(const detail::AttentionProblem& pr) {
-  const std::int64_t group = pr.group_size();
-  // The fp8 tile converts K in registers, where RoPE cannot rotate it.
-  const bool fp8_rope = is_fp8(pr.kv_dtype) && pr.pos_encoding == PosEncoding::kRopeLlama;
-  // The key-row tile (launch_decode; kHasKqDecodeTile says why these head dims) takes
-  // decode problems only: a few query tokens per request (speculative verification)
-  // stay on this tile. At head_dim 128 this tile plans and the key-row tile runs the
-  // plan (run_attention, key_row_decode).
-  const bool key_row_tile = is_decode_problem(pr) && pr.kv_dtype == pr.q_dtype && pr.head_dim_qk != 128 &&
-                            group <= 8 && pr.pos_encoding == PosEncoding::kNone;
-  return group >= 2 && group <= kDecodeTileRows && pr.head_dim_vo <= 128 && pr.pos_encoding != PosEncoding::kAlibi &&
-         pr.logits_soft_cap <= 0.0f && !fp8_rope && !key_row_tile;
-}
-
-// The general logits: custom mask, ALiBi, soft cap (a separate kernel, 64-row tiles only).
-bool general_logits(const detail::AttentionProblem& pr) {
-  return pr.mask_mode == MaskMode::kCustom || pr.pos_encoding == PosEncoding::kAlibi || pr.logits_soft_cap > 0.0f;
-}
-
-// 128-row tiles halve the K/V traffic per query row; 64 rows waste less on short requests.
-int prefill_tile_rows(const detail::AttentionProblem& pr) {
-  if (general_logits(pr)) return 64;
-  if (tensor_core_decode(pr) && std::int64_t(pr.max_qo_len) * pr.group_size() <= kDecodeTileRows) {
-    return kDecodeTileRows;  // a few tokens per request (speculative verification): memory-bound like decode
-  }
-  return std::int64_t(pr.max_qo_len) * pr.group_size() <= 64 ? 64 : 128;
-}
-
 struct KernelChoice {
   const Instance* instance;
   int q_tile_rows;
-  bool wgmma;  // the instance's Hopper mainloop rather than the portable kernel
+  bool wgmma;                    // the instance's Hopper mainloop rather than the portable kernel
   bool decode_instance = false;  // launch_decode's kernels (CUDA-core, key-row tile)
 
   LaunchFn launch() const { return wgmma ? instance->launch_wgmma : instance->launch; }
@@ -166,64 +103,42 @@ struct KernelChoice {
   // key-row tile, whose instances say how many fit (1 for every other tile). RoPE
   // takes launch_decode's CUDA-core kernel, which has none.
   int max_item_warps(const detail::AttentionProblem& pr) const {
-    if (wgmma || instance->max_item_warps == nullptr || general_logits(pr)) return 1;
+    if (wgmma || instance->max_item_warps == nullptr || detail::general_logits(pr)) return 1;
     if (decode_instance && pr.pos_encoding != PosEncoding::kNone) return 1;
     return std::max(1, instance->max_item_warps(q_tile_rows));
   }
 };
 
-// Prefill on 128-row tiles takes the Hopper mainloop where the instance has one, the
-// device is sm_90 and the logits are plain (no RoPE: it rotates tiles in shared
-// memory, which only the portable kernel does), unless options.backend asks for the
-// portable one; asked for explicitly, it runs 128-row tiles whatever the lengths.
-KernelChoice prefill_choice(const Instance* inst, const detail::AttentionProblem& pr, int device) {
-  const int rows = prefill_tile_rows(pr);
-  const bool supported = inst->launch_wgmma != nullptr && !general_logits(pr) && pr.pos_encoding == PosEncoding::kNone;
-  if (pr.backend == PrefillBackend::kHopper) {
-    if (!supported) {
-      throw Error("attention", "options.backend", "fa3 (Hopper)",
-                  "applies only to 16-bit KV of the query's type with equal head dims 64/128/256 and no RoPE, ALiBi, "
-                  "soft cap or custom mask (" + describe(pr) + ")");
+// The instances of this build as the selector sees them (plain values).
+const detail::AttentionKernelCaps& kernel_caps(bool hopper) {
+  static const auto make = [](bool on_hopper) {
+    detail::AttentionKernelCaps c;
+    for (const Instance& inst : kDecodeInstances) {
+      if (inst.launch) c.decode.push_back({inst.q, inst.kv, inst.head_dim_qk, inst.head_dim_vo, false});
     }
-    if (!hopper_device(device)) {
-      throw Error("attention", "options.backend", "fa3 (Hopper)",
-                  "needs an sm_90 device and a build with sm_90a code (KVINFER_CUDA_ARCHS)");
+    for (const Instance& inst : kPrefillInstances) {
+      if (inst.launch) {
+        c.tiles.push_back({inst.q, inst.kv, inst.head_dim_qk, inst.head_dim_vo, inst.launch_wgmma != nullptr});
+      }
     }
-    return {inst, 128, true};
-  }
-  return {inst, rows, supported && rows == 128 && pr.backend == PrefillBackend::kAuto && hopper_device(device)};
+    c.hopper = on_hopper;
+    c.preset = KVINFER_INSTANCE_PRESET;
+    return c;
+  };
+  static const detail::AttentionKernelCaps with_hopper = make(true), without = make(false);
+  return hopper ? with_hopper : without;
 }
 
-// At head_dim 128 the 16-row tile plans 16-bit decode of groups 2-8 and the key-row
-// tile (decode_tile_kq.cuh) runs the plan: both hold 8 warps per multiprocessor (the
-// 16-row tile's one-warp CTAs; the key-row tile's CTAs of item warps, and its one-warp
-// CTAs padded to 8), so one plan suits both. On the H200 the key-row tile is 1-3%
-// faster with item warps (1 x 32k 41.0 -> 39.8 us, 16 x 8k 127.3 -> 125.9, 64 x 4k
-// 248.9 -> 247.0) and as fast or faster with one warp per item (256 x 1k 0.992, 16 x
-// 8k unsplit 0.886, skewed lengths 0.999-1.003).
-bool key_row_decode(const detail::AttentionProblem& pr) {
-  const std::int64_t group = pr.group_size();
-  return is_decode_problem(pr) && pr.backend != PrefillBackend::kHopper && pr.head_dim_qk == 128 &&
-         pr.kv_dtype == pr.q_dtype && group >= 2 && group <= 8 && pr.pos_encoding == PosEncoding::kNone &&
-         !general_logits(pr);
-}
-
-KernelChoice choose_kernel(const detail::AttentionProblem& pr, int device) {
-  if (pr.o_dtype != pr.q_dtype) {
-    throw Error("attention", "out.dtype", dtype_name(pr.o_dtype),
-                "the CUDA kernels write the output in the query's dtype (" + std::string(dtype_name(pr.q_dtype)) + ")");
+// The instance and tile a selected key names.
+KernelChoice choice_of(const detail::KernelKey& key) {
+  const bool decode = key.family == detail::KernelFamily::kCudaCoreDecode;
+  const std::size_t count = decode ? std::size(kDecodeInstances) : std::size(kPrefillInstances);
+  if (key.family == detail::KernelFamily::kCpu || key.instance < 0 || std::size_t(key.instance) + 1 >= count) {
+    throw Error("attention", "plan", "kernel " + std::to_string(key.instance),
+                "not a kernel of this build's CUDA registry (a plan made for another device?)");
   }
-  if (is_decode_problem(pr) && pr.backend != PrefillBackend::kHopper) {
-    if (tensor_core_decode(pr)) {
-      if (const Instance* inst = find(kPrefillInstances, pr)) return {inst, kDecodeTileRows, false};
-    }
-    if (const Instance* inst = find(kDecodeInstances, pr)) return {inst, decode_tile_rows(pr.group_size()), false, true};
-  }
-  if (const Instance* inst = find(kPrefillInstances, pr)) return prefill_choice(inst, pr, device);
-  throw Error("attention", "kernel", describe(pr),
-              "no CUDA kernel for this configuration is compiled in the '" KVINFER_INSTANCE_PRESET
-              "' instance preset; configure with -DKVINFER_INSTANCES=default (fp16/bf16 q; KV of the query's type "
-              "or fp8; head_dim 64/128/256, and 192/128) or full (also mixed fp16/bf16 decode)");
+  const Instance* inst = (decode ? kDecodeInstances : kPrefillInstances) + key.instance;
+  return {inst, key.launch_rows, key.family == detail::KernelFamily::kWgmmaPrefill, decode};
 }
 
 }  // namespace
@@ -232,14 +147,33 @@ KernelChoice choose_kernel(const detail::AttentionProblem& pr, int device) {
 namespace {
 std::uint64_t* g_warp_timeline = nullptr;
 }
-void set_warp_timeline(std::uint64_t* device_buffer) { g_warp_timeline = device_buffer; }
+void set_warp_timeline(std::uint64_t* device_buffer) {
+  g_warp_timeline = device_buffer;
+}
 #endif
 
-KernelTraits select_kernel(const detail::AttentionProblem& pr, int device) {
+detail::AttentionKernelTraits CudaBackend::attention_kernel(const detail::AttentionProblem& pr, int device) const {
   KVINFER_CUDA_CHECK(cudaSetDevice(device));
-  const KernelChoice k = choose_kernel(pr, device);
-  return {k.q_tile_rows, std::max(1, k.occupancy()), k.max_item_warps(pr)};
+  const detail::AttentionSelection sel = detail::select_attention_kernel(pr, kernel_caps(hopper_device(device)));
+  const KernelChoice k = choice_of(sel.plan);
+  const detail::KernelKey key = sel.run;
+  // The GPU runs a batch's items as one wave where they fit: a split beyond that
+  // only adds merges (decode) or a thin last wave (prefill of equal tiles); skewed
+  // lengths still get finer chunks (make_schedule). A chunk's partial state (rows x
+  // head_dim floats, written and merged) should stay small next to the KV it reads:
+  // chunks of at least 8 keys per row of the tile. Decode tiles take at least 512
+  // keys: half the items and partial states of the 256-key one-wave split of a single
+  // 32k request, which measured 0.99 of its time on the H200 (fp8 KV 0.96-0.98;
+  // docs/kernels.md, "What every family shares").
+  const std::int64_t min_keys = k.q_tile_rows <= 16 ? 512 : 8 * std::int64_t(k.q_tile_rows);
+  return {.key = key,
+          .q_tile_rows = k.q_tile_rows,
+          .work_items_per_processor = std::max(1, k.occupancy()),
+          .max_item_warps = k.max_item_warps(pr),
+          .split_waves = 1,
+          .min_chunk_tokens = std::max<std::int64_t>(256, min_keys)};
 }
+
 
 AttentionKernelParams make_kernel_params(const detail::AttentionParams& p) {
   const detail::AttentionProblem& pr = p.problem;
@@ -301,18 +235,12 @@ AttentionKernelParams make_kernel_params(const detail::AttentionParams& p) {
   return k;
 }
 
-void run_attention(const detail::AttentionParams& p) {
+void CudaBackend::run_attention(const detail::AttentionParams& p) const {
   const detail::AttentionProblem& pr = p.problem;
   int device = 0;
   KVINFER_CUDA_CHECK(cudaGetDevice(&device));
-  KernelChoice kernel = choose_kernel(pr, device);
-  int q_tile_rows = p.q_tile_rows;
-  if (key_row_decode(pr)) {
-    if (const Instance* inst = find(kDecodeInstances, pr)) {
-      kernel = {inst, decode_tile_rows(pr.group_size()), false, true};
-      q_tile_rows = kernel.q_tile_rows;
-    }
-  }
+  const KernelChoice kernel = choice_of(p.kernel);
+  const int q_tile_rows = kernel.q_tile_rows;
   // Vector loads need 16-byte (8 elements) alignment of every row.
   const auto aligned = [](const TensorView& t, int dims) {
     if (reinterpret_cast<std::uintptr_t>(t.data()) % (8 * t.element_size()) != 0) return false;
@@ -320,8 +248,9 @@ void run_attention(const detail::AttentionParams& p) {
       if (t.stride(d) % 8 != 0) return false;
     return true;
   };
-  for (auto [name, t, dims] : {std::tuple{"q", &p.q, 2}, std::tuple{"out", &p.o, 2}, std::tuple{"k", &p.k, p.k.rank() - 1},
-                               std::tuple{"v", &p.v, p.v.rank() - 1}}) {
+  for (auto [name, t, dims] :
+       {std::tuple{"q", &p.q, 2}, std::tuple{"out", &p.o, 2}, std::tuple{"k", &p.k, p.k.rank() - 1},
+        std::tuple{"v", &p.v, p.v.rank() - 1}}) {
     if (!aligned(*t, dims)) {
       throw Error("attention", name, t->describe(),
                   "the CUDA kernels need rows aligned to 8 elements (pointer and every stride but the last)");
@@ -344,7 +273,19 @@ void run_attention(const detail::AttentionParams& p) {
   }
   // Programmatic launch only where the merge runs its sm_90a code, which waits for
   // the attention kernel (griddepcontrol.wait); other code would not wait.
-  launch_merge_partials(k, pr.o_dtype, int(pr.head_dim_vo), p.max_merge_tokens, p.max_chunks, p.fixed_split,
+  const MergeParams merge{.o = k.o,
+                          .o_stride_n = k.o_stride_n,
+                          .o_stride_h = k.o_stride_h,
+                          .lse = k.lse,
+                          .lse_stride_n = k.lse_stride_n,
+                          .lse_stride_h = k.lse_stride_h,
+                          .requests = p.requests,
+                          .merge_tokens = p.merge_tokens,
+                          .counts = p.counts,
+                          .partial_o = p.partial_o,
+                          .partial_lse = p.partial_lse,
+                          .num_qo_heads = k.num_qo_heads};
+  launch_merge_partials(merge, pr.o_dtype, int(pr.head_dim_vo), p.max_merge_tokens, p.max_chunks, p.fixed_split,
                         hopper_device(device), stream);
 }
 

@@ -8,11 +8,11 @@
 #include <string>
 #include <string_view>
 
+#include "cuda/backend.hpp"
 #include "cuda/common/convert.cuh"
 #include "cuda/common/fast_divmod.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/vec.cuh"
-#include "cuda/ops.hpp"
 #include "cuda/runtime.hpp"
 
 namespace kvinfer::cuda {
@@ -189,7 +189,7 @@ Strides2 strides_of(const TensorView& t, int row_dim, int head_dim) {
 
 }  // namespace
 
-void merge_state(const detail::MergeStateParams& p) {
+void CudaBackend::merge_state(const detail::MergeStateParams& p) const {
   constexpr std::string_view op = "merge_state";
   const std::int64_t n = p.v_a.size(0), heads = p.v_a.size(1), head_dim = p.v_a.size(2);
   if (n == 0 || heads == 0) return;
@@ -226,7 +226,7 @@ void merge_state(const detail::MergeStateParams& p) {
   KVINFER_CUDA_CHECK_LAUNCH();
 }
 
-void merge_states(const detail::MergeStatesParams& p) {
+void CudaBackend::merge_states(const detail::MergeStatesParams& p) const {
   constexpr std::string_view op = "merge_states";
   const std::int64_t n = p.v.size(0), num_states = p.v.size(1), heads = p.v.size(2), head_dim = p.v.size(3);
   if (n == 0 || heads == 0) return;

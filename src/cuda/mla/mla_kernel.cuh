@@ -23,7 +23,7 @@
 // S, two barriers (three for fp8), softmax, P V: ~470 instructions per warp at ~8
 // cycles each), 64
 // rows by shared-memory reads (ldmatrix of Q, K and V every tile: L1 at 79%);
-// docs/performance.md, session 19.
+// docs/kernels.md, "MLA".
 #pragma once
 
 #include <cuda_runtime.h>
@@ -84,7 +84,7 @@ struct MlaShape {
 // the CTA's share of the SM's shared memory leaves, up to 8 tiles. Items of 16 rows
 // run two CTAs per SM, whose tile chains (copy issue, S, barriers, softmax, P V)
 // overlap: with one CTA per SM and 4 stages in flight instead of one, 16 heads took
-// 1.2x as long (docs/performance.md, session 19): the chain, not the bytes in flight,
+// 1.2x as long (docs/kernels.md, "MLA"): the chain, not the bytes in flight,
 // sets their pace.
 template <class TKV, int kRowBlocks, bool kKpe>
 struct MlaSmem {

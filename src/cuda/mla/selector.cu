@@ -10,11 +10,11 @@
 #include <cstdint>
 #include <string>
 
+#include "cuda/backend.hpp"
 #include "cuda/attention/attention_kernel_params.cuh"
 #include "cuda/attention/merge_partials.hpp"
 #include "cuda/check.cuh"
 #include "cuda/common/launch.cuh"
-#include "cuda/mla.hpp"
 #include "cuda/mla/mla_kernel_params.cuh"
 #include "cuda/runtime.hpp"
 #include "kvinfer/core/error.hpp"
@@ -76,14 +76,18 @@ void check_aligned(const char* name, const TensorView& t) {
 
 }  // namespace
 
-MlaKernelTraits select_mla_kernel(const detail::MLAProblem& pr, std::int64_t max_item_rows, int device) {
+detail::MlaKernelTraits CudaBackend::mla_kernel(const detail::MLAProblem& pr, std::int64_t max_item_rows,
+                                                int device) const {
   KVINFER_CUDA_CHECK(cudaSetDevice(device));
   const Instance& inst = find_instance(pr);
   const int row_blocks = row_blocks_for(max_item_rows);
-  return {16 * row_blocks, std::max(1, inst.occupancy(row_blocks, pr.head_dim_kpe > 0))};
+  // One wave of items at the full rate, as attention's.
+  return {.q_tile_rows = 16 * row_blocks,
+          .work_items_per_processor = std::max(1, inst.occupancy(row_blocks, pr.head_dim_kpe > 0)),
+          .split_waves = 1};
 }
 
-void run_mla(const detail::MLAParams& p) {
+void CudaBackend::run_mla(const detail::MLAParams& p) const {
   const detail::MLAProblem& pr = p.problem;
   const Instance& inst = find_instance(pr);
   check_aligned("q_nope", p.q_nope);
@@ -142,21 +146,20 @@ void run_mla(const detail::MLAParams& p) {
 
   // The merge of split requests is attention's: the same partial-state layout
   // ([rows, H, 512] and [rows, H], base 2).
-  AttentionKernelParams m{};
-  m.o = p.o.data();
-  m.o_stride_n = p.o.stride(0);
-  m.o_stride_h = p.o.stride(1);
-  m.lse = k.lse;
-  m.lse_stride_n = k.lse_stride_n;
-  m.lse_stride_h = k.lse_stride_h;
-  m.lse_scale = k.lse_scale;
-  m.requests = p.requests;
-  m.merge_tokens = p.merge_tokens;
-  m.counts = p.counts;
-  m.partial_o = p.partial_o;
-  m.partial_lse = p.partial_lse;
-  m.num_qo_heads = std::int32_t(pr.num_heads);
-  launch_merge_partials(m, pr.o_dtype, int(pr.head_dim_ckv), p.max_merge_tokens, p.max_chunks, p.fixed_split,
+  const MergeParams merge{.o = k.o,
+                          .o_stride_n = k.o_stride_n,
+                          .o_stride_h = k.o_stride_h,
+                          .lse = k.lse,
+                          .lse_stride_n = k.lse_stride_n,
+                          .lse_stride_h = k.lse_stride_h,
+                          .lse_scale = k.lse_scale,
+                          .requests = p.requests,
+                          .merge_tokens = p.merge_tokens,
+                          .counts = p.counts,
+                          .partial_o = p.partial_o,
+                          .partial_lse = p.partial_lse,
+                          .num_qo_heads = std::int32_t(pr.num_heads)};
+  launch_merge_partials(merge, pr.o_dtype, int(pr.head_dim_ckv), p.max_merge_tokens, p.max_chunks, p.fixed_split,
                         hopper_device(device), stream);
 }
 

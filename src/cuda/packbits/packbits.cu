@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
+#include "cuda/backend.hpp"
 #include "cuda/common/launch.cuh"
-#include "cuda/ops.hpp"
 
 namespace kvinfer::cuda {
 namespace {
@@ -96,7 +96,7 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-void packbits(const detail::PackBitsParams& p) {
+void CudaBackend::packbits(const detail::PackBitsParams& p) const {
   const std::int64_t n = p.x.size(0);
   if (n == 0) return;
   const auto* x = p.x.data_as<const std::uint8_t>();
@@ -113,7 +113,7 @@ void packbits(const detail::PackBitsParams& p) {
 
 // The byte indptr (out_indptr) is computed by the caller on the host, since it sizes
 // `out`; here it is only read, so this launch needs no synchronisation.
-void segment_packbits(const detail::SegmentPackBitsParams& p) {
+void CudaBackend::segment_packbits(const detail::SegmentPackBitsParams& p) const {
   const std::int64_t num_bytes = p.out.size(0);
   if (p.batch_size == 0 || num_bytes == 0) return;
   segment_packbits_kernel<<<grid_for(num_bytes, kThreads, 1 << 20), kThreads, 0, to_cuda_stream(p.stream)>>>(

@@ -10,11 +10,11 @@
 #include <string>
 #include <utility>
 
+#include "cuda/backend.hpp"
 #include "cuda/common/fast_divmod.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/ptx.cuh"
 #include "cuda/common/vec.cuh"
-#include "cuda/ops.hpp"
 #include "cuda/page/append.hpp"
 
 namespace kvinfer::cuda {
@@ -389,7 +389,7 @@ void launch_scatter(std::string_view op, PartDesc* parts, int num_parts, const P
 
 }  // namespace
 
-// Measured on the H200 (docs/performance.md, 5000-token append, cold L2):
+// Measured on the H200 (docs/kernels.md, "Append and page operations"; 5000-token append, cold L2):
 // registers_x4 12.8-12.9 us, registers_x8 13.3-13.5 us, cp_async_x8_prefetch 13.4-14.4 us;
 // 128 x 2 vectors 13.0, 64 x 4 12.9, one wave of resident blocks taking tiles in turn
 // 13.0-13.1. A plain copy kernel of the same bytes takes 12.7-12.8 us whatever its
@@ -410,7 +410,7 @@ std::string_view append_kernel_name(AppendKernel k) {
   return "?";
 }
 
-void append_paged_kv_cache(const detail::AppendPagedKVParams& p) {
+void CudaBackend::append_paged_kv_cache(const detail::AppendPagedKVParams& p) const {
   append_paged_kv_cache_with(p, default_append_kernel());
 }
 
@@ -441,7 +441,7 @@ void append_paged_kv_cache_with(const detail::AppendPagedKVParams& p, AppendKern
                  p.stream, kernel);
 }
 
-void append_paged_mla_kv_cache(const detail::AppendPagedMLAParams& p) {
+void CudaBackend::append_paged_mla_kv_cache(const detail::AppendPagedMLAParams& p) const {
   const MLACache& cache = p.cache;
   const std::int64_t es = std::int64_t(dtype_size(cache.ckv.dtype()));
   const std::int64_t nnz = p.ckv.size(0);

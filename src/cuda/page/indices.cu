@@ -6,8 +6,8 @@
 
 #include <cstdint>
 
+#include "cuda/backend.hpp"
 #include "cuda/common/launch.cuh"
-#include "cuda/ops.hpp"
 
 namespace kvinfer::cuda {
 namespace {
@@ -44,7 +44,7 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
-void get_batch_indices_positions(const detail::BatchIndicesPositionsParams& p) {
+void CudaBackend::get_batch_indices_positions(const detail::BatchIndicesPositionsParams& p) const {
   const std::int64_t batch_size = p.append_indptr.size(0) - 1;
   if (batch_size <= 0 || p.batch_indices.size(0) == 0) return;
   batch_indices_positions_kernel<<<unsigned(batch_size), kThreads, 0, to_cuda_stream(p.stream)>>>(
@@ -53,7 +53,7 @@ void get_batch_indices_positions(const detail::BatchIndicesPositionsParams& p) {
   KVINFER_CUDA_CHECK_LAUNCH();
 }
 
-void get_seq_lens(const detail::SeqLensParams& p) {
+void CudaBackend::get_seq_lens(const detail::SeqLensParams& p) const {
   const std::int64_t batch_size = p.kv_indptr.size(0) - 1;
   if (batch_size <= 0) return;
   seq_lens_kernel<<<grid_for(batch_size, kThreads), kThreads, 0, to_cuda_stream(p.stream)>>>(

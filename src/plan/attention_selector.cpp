@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "plan/attention_selector.hpp"
+
+#include <fmt/format.h>
+
+#include "kvinfer/core/error.hpp"
+
+namespace kvinfer::detail {
+namespace {
+
+std::string describe(const AttentionProblem& pr) {
+  return fmt::format("{} q, {} KV, {} out, head_dim {}{}", dtype_name(pr.q_dtype), dtype_name(pr.kv_dtype),
+                     dtype_name(pr.o_dtype), pr.head_dim_qk,
+                     pr.head_dim_vo != pr.head_dim_qk ? fmt::format("/{}", pr.head_dim_vo) : std::string());
+}
+
+int find(const std::vector<AttentionInstance>& list, const AttentionProblem& pr) {
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const AttentionInstance& inst = list[i];
+    if (inst.q == pr.q_dtype && inst.kv == pr.kv_dtype && inst.head_dim_qk == pr.head_dim_qk &&
+        inst.head_dim_vo == pr.head_dim_vo)
+      return int(i);
+  }
+  return -1;
+}
+
+// The CUDA-core decode kernel runs problems whose requests have one query row each.
+bool is_decode_problem(const AttentionProblem& pr) {
+  return pr.max_qo_len <= 1 && pr.mask_mode != MaskMode::kCustom && pr.head_dim_qk == pr.head_dim_vo;
+}
+
+// The CUDA-core decode kernel's rows per item: a GQA group's rows of one token, up to 8.
+int decode_tile_rows(std::int64_t group) {
+  int rows = 1;
+  while (rows < group && rows < 8) rows *= 2;
+  return rows;
+}
+
+// Decode on tensor cores: the tile kernel's one-warp tile of 16 packed rows holds a
+// GQA group's rows of one token. From 2 rows per KV head on, the CUDA-core kernel is
+// bound by issuing its multiply-adds (0.48-0.52 of the read bandwidth at group 4,
+// 0.80 at group 1) while this one streams at 0.81-0.95 (docs/kernels.md). 16-bit KV
+// of the query's type at head_dim 64 and 256, groups 2-8, no RoPE, goes to the decode
+// instances, where launch_decode runs the key-row tile (decode_tile_kq.cuh): at 256,
+// 128 accumulators per lane leave the one-warp tile too few registers (the key-row
+// tile needs 64); at 64, the key-row tile's lighter CTAs share an SM in greater
+// numbers. The general logits (ALiBi, soft cap) run only on the 64-row tiles, so
+// they stay on the CUDA cores.
+constexpr int kDecodeTileRows = 16;
+bool tensor_core_decode(const AttentionProblem& pr) {
+  const std::int64_t group = pr.group_size();
+  // The fp8 tile converts K in registers, where RoPE cannot rotate it.
+  const bool fp8_rope = is_fp8(pr.kv_dtype) && pr.pos_encoding == PosEncoding::kRopeLlama;
+  // The key-row tile takes decode problems only: a few query tokens per request
+  // (speculative verification) stay on this tile. At head_dim 128 this tile plans
+  // and the key-row tile runs the plan (key_row_decode).
+  const bool key_row_tile = is_decode_problem(pr) && pr.kv_dtype == pr.q_dtype && pr.head_dim_qk != 128 &&
+                            group <= 8 && pr.pos_encoding == PosEncoding::kNone;
+  return group >= 2 && group <= kDecodeTileRows && pr.head_dim_vo <= 128 &&
+         pr.pos_encoding != PosEncoding::kAlibi && pr.logits_soft_cap <= 0.0f && !fp8_rope && !key_row_tile;
+}
+
+// 128-row tiles halve the K/V traffic per query row; 64 rows waste less on short requests.
+int tile_rows(const AttentionProblem& pr) {
+  if (general_logits(pr)) return 64;
+  if (tensor_core_decode(pr) && std::int64_t(pr.max_qo_len) * pr.group_size() <= kDecodeTileRows) {
+    return kDecodeTileRows;  // a few tokens per request (speculative verification): memory-bound like decode
+  }
+  return std::int64_t(pr.max_qo_len) * pr.group_size() <= 64 ? 64 : 128;
+}
+
+// Prefill on 128-row tiles takes the Hopper mainloop where the instance has one, the
+// device is sm_90 and the logits are plain (no RoPE: it rotates tiles in shared
+// memory, which only the portable kernel does), unless options.backend asks for the
+// portable one; asked for explicitly, it runs 128-row tiles whatever the lengths.
+KernelKey tile_choice(int index, const AttentionInstance& inst, const AttentionProblem& pr, bool hopper) {
+  const int rows = tile_rows(pr);
+  const bool supported = inst.has_wgmma && !general_logits(pr) && pr.pos_encoding == PosEncoding::kNone;
+  if (pr.backend == PrefillBackend::kHopper) {
+    if (!supported) {
+      throw Error(
+          "attention", "options.backend", "fa3 (Hopper)",
+          "applies only to 16-bit KV of the query's type with equal head dims 64/128/256 and no RoPE, ALiBi, "
+          "soft cap or custom mask (" +
+              describe(pr) + ")");
+    }
+    if (!hopper) {
+      throw Error("attention", "options.backend", "fa3 (Hopper)",
+                  "needs an sm_90 device and a build with sm_90a code (KVINFER_CUDA_ARCHS)");
+    }
+    return {KernelFamily::kWgmmaPrefill, index, 128};
+  }
+  const bool wgmma = supported && rows == 128 && pr.backend == PrefillBackend::kAuto && hopper;
+  return {wgmma ? KernelFamily::kWgmmaPrefill : KernelFamily::kTensorCoreTile, index, rows};
+}
+
+// At head_dim 128 the 16-row tile plans 16-bit decode of groups 2-8 and the key-row
+// tile (decode_tile_kq.cuh) runs the plan: both hold 8 warps per multiprocessor (the
+// 16-row tile's one-warp CTAs; the key-row tile's CTAs of item warps, and its one-warp
+// CTAs padded to 8), so one plan suits both. On the H200 the key-row tile is 1-3%
+// faster with item warps (1 x 32k 41.0 -> 39.8 us, 16 x 8k 127.3 -> 125.9, 64 x 4k
+// 248.9 -> 247.0) and as fast or faster with one warp per item (256 x 1k 0.992, 16 x
+// 8k unsplit 0.886, skewed lengths 0.999-1.003).
+bool key_row_decode(const AttentionProblem& pr) {
+  const std::int64_t group = pr.group_size();
+  return is_decode_problem(pr) && pr.backend != PrefillBackend::kHopper && pr.head_dim_qk == 128 &&
+         pr.kv_dtype == pr.q_dtype && group >= 2 && group <= 8 && pr.pos_encoding == PosEncoding::kNone &&
+         !general_logits(pr);
+}
+
+KernelKey plan_kernel(const AttentionProblem& pr, const AttentionKernelCaps& caps) {
+  if (pr.o_dtype != pr.q_dtype) {
+    throw Error(
+        "attention", "out.dtype", dtype_name(pr.o_dtype),
+        fmt::format("the CUDA kernels write the output in the query's dtype ({})", dtype_name(pr.q_dtype)));
+  }
+  if (is_decode_problem(pr) && pr.backend != PrefillBackend::kHopper) {
+    if (tensor_core_decode(pr)) {
+      if (const int i = find(caps.tiles, pr); i >= 0)
+        return {KernelFamily::kTensorCoreTile, i, kDecodeTileRows};
+    }
+    if (const int i = find(caps.decode, pr); i >= 0) {
+      return {KernelFamily::kCudaCoreDecode, i, decode_tile_rows(pr.group_size())};
+    }
+  }
+  if (const int i = find(caps.tiles, pr); i >= 0)
+    return tile_choice(i, caps.tiles[std::size_t(i)], pr, caps.hopper);
+  throw Error(
+      "attention", "kernel", describe(pr),
+      fmt::format("no CUDA kernel for this configuration is compiled in the '{}' instance preset; configure "
+                  "with -DKVINFER_INSTANCES=default (fp16/bf16 q; KV of the query's type or fp8; head_dim "
+                  "64/128/256, and 192/128) or full (also mixed fp16/bf16 decode)",
+                  caps.preset));
+}
+
+}  // namespace
+
+bool general_logits(const AttentionProblem& pr) {
+  return pr.mask_mode == MaskMode::kCustom || pr.pos_encoding == PosEncoding::kAlibi ||
+         pr.logits_soft_cap > 0.0f;
+}
+
+AttentionSelection select_attention_kernel(const AttentionProblem& pr, const AttentionKernelCaps& caps) {
+  AttentionSelection s;
+  s.plan = s.run = plan_kernel(pr, caps);
+  if (key_row_decode(pr)) {
+    if (const int i = find(caps.decode, pr); i >= 0) {
+      s.run = {KernelFamily::kCudaCoreDecode, i, decode_tile_rows(pr.group_size())};
+    }
+  }
+  return s;
+}
+
+}  // namespace kvinfer::detail

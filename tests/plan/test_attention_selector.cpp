@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CUDA attention kernel selector's rules, run on the CPU with the H200's
+// capabilities and the `default` instance preset as plain values.
+#include <gtest/gtest.h>
+
+#include "plan/attention_selector.hpp"
+#include "testing/expect_error.hpp"
+
+namespace kvinfer::detail {
+namespace {
+
+using testing::expect_error;
+
+// The `default` preset of cmake/KvinferInstances.cmake.
+AttentionKernelCaps default_preset(bool hopper) {
+  AttentionKernelCaps c;
+  c.hopper = hopper;
+  for (DType q : {DType::kF16, DType::kBF16}) {
+    for (DType kv : {q, DType::kE4M3, DType::kE5M2}) {
+      for (int d : {64, 128, 256}) {
+        c.decode.push_back({q, kv, d, d, false});
+        c.tiles.push_back({q, kv, d, d, kv == q});
+      }
+    }
+    c.tiles.push_back({q, q, 192, 128, false});
+  }
+  return c;
+}
+
+AttentionProblem problem(DType q, DType kv, std::int64_t group, std::int64_t d, std::int32_t max_qo_len) {
+  AttentionProblem pr;
+  pr.num_kv_heads = 8;
+  pr.num_qo_heads = 8 * group;
+  pr.head_dim_qk = pr.head_dim_vo = d;
+  pr.q_dtype = pr.o_dtype = q;
+  pr.kv_dtype = kv;
+  pr.max_qo_len = max_qo_len;
+  return pr;
+}
+
+void expect_key(const KernelKey& k, KernelFamily family, int rows, const AttentionKernelCaps& caps,
+                const AttentionProblem& pr) {
+  EXPECT_EQ(k.family, family);
+  EXPECT_EQ(k.launch_rows, rows);
+  const auto& list = family == KernelFamily::kCudaCoreDecode ? caps.decode : caps.tiles;
+  ASSERT_GE(k.instance, 0);
+  ASSERT_LT(std::size_t(k.instance), list.size());
+  EXPECT_EQ(list[std::size_t(k.instance)].q, pr.q_dtype);
+  EXPECT_EQ(list[std::size_t(k.instance)].kv, pr.kv_dtype);
+  EXPECT_EQ(list[std::size_t(k.instance)].head_dim_qk, pr.head_dim_qk);
+}
+
+const AttentionKernelCaps kH200 = default_preset(true);
+
+TEST(AttentionSelector, Decode16BitAtHeadDim128PlansAsTheTileAndRunsTheKeyRowTile) {
+  const AttentionProblem pr = problem(DType::kBF16, DType::kBF16, 4, 128, 1);
+  const AttentionSelection s = select_attention_kernel(pr, kH200);
+  expect_key(s.plan, KernelFamily::kTensorCoreTile, 16, kH200, pr);
+  expect_key(s.run, KernelFamily::kCudaCoreDecode, 4, kH200, pr);
+}
+
+TEST(AttentionSelector, Decode16BitAtHeadDims64And256TakesTheDecodeInstance) {
+  for (int d : {64, 256}) {
+    const AttentionProblem pr = problem(DType::kF16, DType::kF16, 4, d, 1);
+    const AttentionSelection s = select_attention_kernel(pr, kH200);
+    expect_key(s.plan, KernelFamily::kCudaCoreDecode, 4, kH200, pr);
+    EXPECT_EQ(s.run.family, s.plan.family);
+    EXPECT_EQ(s.run.launch_rows, s.plan.launch_rows);
+  }
+}
+
+TEST(AttentionSelector, Fp8DecodeTakesTheSixteenRowTile) {
+  const AttentionProblem pr = problem(DType::kBF16, DType::kE4M3, 4, 128, 1);
+  const AttentionSelection s = select_attention_kernel(pr, kH200);
+  expect_key(s.plan, KernelFamily::kTensorCoreTile, 16, kH200, pr);
+  expect_key(s.run, KernelFamily::kTensorCoreTile, 16, kH200, pr);
+  // RoPE cannot rotate K converted in registers: the CUDA cores.
+  AttentionProblem rope = pr;
+  rope.pos_encoding = PosEncoding::kRopeLlama;
+  expect_key(select_attention_kernel(rope, kH200).run, KernelFamily::kCudaCoreDecode, 4, kH200, rope);
+}
+
+TEST(AttentionSelector, GroupOneAndGeneralLogitsDecodeOnTheCudaCores) {
+  const AttentionProblem one = problem(DType::kBF16, DType::kBF16, 1, 128, 1);
+  expect_key(select_attention_kernel(one, kH200).run, KernelFamily::kCudaCoreDecode, 1, kH200, one);
+  AttentionProblem cap = problem(DType::kBF16, DType::kBF16, 8, 128, 1);
+  cap.logits_soft_cap = 30.0f;
+  expect_key(select_attention_kernel(cap, kH200).run, KernelFamily::kCudaCoreDecode, 8, kH200, cap);
+}
+
+TEST(AttentionSelector, PrefillTilesByLengthAndDevice) {
+  const AttentionProblem pr = problem(DType::kBF16, DType::kBF16, 1, 128, 4096);
+  expect_key(select_attention_kernel(pr, kH200).run, KernelFamily::kWgmmaPrefill, 128, kH200, pr);
+  const AttentionKernelCaps ampere = default_preset(false);
+  expect_key(select_attention_kernel(pr, ampere).run, KernelFamily::kTensorCoreTile, 128, ampere, pr);
+  const AttentionProblem short_rows = problem(DType::kBF16, DType::kBF16, 4, 128, 16);
+  expect_key(select_attention_kernel(short_rows, kH200).run, KernelFamily::kTensorCoreTile, 64, kH200,
+             short_rows);
+  AttentionProblem portable = pr;
+  portable.backend = PrefillBackend::kPortable;
+  expect_key(select_attention_kernel(portable, kH200).run, KernelFamily::kTensorCoreTile, 128, kH200,
+             portable);
+  AttentionProblem mask = pr;
+  mask.mask_mode = MaskMode::kCustom;
+  expect_key(select_attention_kernel(mask, kH200).run, KernelFamily::kTensorCoreTile, 64, kH200, mask);
+  AttentionProblem split_dims = pr;
+  split_dims.head_dim_qk = 192;
+  expect_key(select_attention_kernel(split_dims, kH200).run, KernelFamily::kTensorCoreTile, 128, kH200,
+             split_dims);
+}
+
+TEST(AttentionSelector, AskedForHopperWhereItCannotRunIsAnError) {
+  AttentionProblem pr = problem(DType::kBF16, DType::kBF16, 1, 128, 4096);
+  pr.backend = PrefillBackend::kHopper;
+  expect_key(select_attention_kernel(pr, kH200).run, KernelFamily::kWgmmaPrefill, 128, kH200, pr);
+  expect_error([&] { select_attention_kernel(pr, default_preset(false)); }, "options.backend", "sm_90");
+  pr.pos_encoding = PosEncoding::kAlibi;
+  expect_error([&] { select_attention_kernel(pr, kH200); }, "options.backend", "ALiBi");
+}
+
+TEST(AttentionSelector, WhatNoInstanceRunsNamesTheArgumentOrThePreset) {
+  AttentionProblem out = problem(DType::kBF16, DType::kBF16, 4, 128, 1);
+  out.o_dtype = DType::kF16;
+  expect_error([&] { select_attention_kernel(out, kH200); }, "out.dtype");
+  AttentionKernelCaps minimal;
+  minimal.preset = "minimal";
+  minimal.decode.push_back({DType::kBF16, DType::kBF16, 128, 128, false});
+  minimal.tiles.push_back({DType::kBF16, DType::kBF16, 128, 128, true});
+  const AttentionProblem d512 = problem(DType::kBF16, DType::kBF16, 4, 512, 1);
+  expect_error([&] { select_attention_kernel(d512, minimal); }, "kernel", "'minimal' instance preset");
+  const AttentionProblem f16 = problem(DType::kF16, DType::kF16, 4, 128, 1);
+  expect_error([&] { select_attention_kernel(f16, minimal); }, "kernel", "-DKVINFER_INSTANCES=default");
+  expect_key(select_attention_kernel(problem(DType::kBF16, DType::kBF16, 4, 128, 1), minimal).run,
+             KernelFamily::kCudaCoreDecode, 4, minimal, problem(DType::kBF16, DType::kBF16, 4, 128, 1));
+}
+
+}  // namespace
+}  // namespace kvinfer::detail
