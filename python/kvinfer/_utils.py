@@ -1,0 +1,247 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What the FlashInfer-style modules share: argument conversion (dtypes, scales,
+streams, host copies of length arrays), output allocation, and the errors.
+
+Nothing here re-checks what the C++ library checks: values go to kvinfer's C++ API,
+whose kvinfer::Error messages reach Python unchanged as kvinfer.Error.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from typing import Any, NoReturn, Optional, Tuple
+
+import numpy as np
+
+from . import _kvinfer
+
+Error = _kvinfer.Error
+NotSupportedError = _kvinfer.NotSupportedError
+
+LN2 = math.log(2.0)
+
+
+def message(op: str, arg: str, value: Any, rule: str) -> str:
+    """kvinfer::Error's message format: "<op>: <argument> = <value>: <rule>"."""
+    return f"{op}: {arg} = {value}: {rule}"
+
+
+def error(op: str, arg: str, value: Any, rule: str) -> NoReturn:
+    raise Error(message(op, arg, value, rule))
+
+
+def not_supported(op: str, arg: str, value: Any, rule: str) -> NoReturn:
+    raise NotSupportedError(message(op, arg, value, rule))
+
+
+def reject(op: str, **given: Any) -> None:
+    """Raises NotSupportedError for the first FlashInfer argument given a value that
+    needs a feature kvinfer does not have. Each keyword is name=(value, default, why);
+    a value equal to FlashInfer's default (None: absent) is accepted."""
+    for name, (value, default, why) in given.items():
+        if value is default:
+            continue
+        if default is None or value is None or not isinstance(value, (bool, int, float, str)):
+            not_supported(op, name, _short(value), why)
+        if value != default:
+            not_supported(op, name, _short(value), why)
+
+
+def _short(value: Any) -> str:
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return f"{type(value).__name__}(shape={tuple(value.shape)}, dtype={value.dtype})"
+    return repr(value)
+
+
+# kvinfer/__init__.py imports torch (where installed) before this module: a module
+# global that torch.compile's tracer reads as a constant.
+_TORCH = sys.modules.get("torch")
+
+
+def _torch():
+    return _TORCH
+
+
+def is_torch_tensor(x: Any) -> bool:
+    torch = _torch()
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+# ---------------------------------------------------------------- dtypes
+
+
+def dtype_name(x: Any, op: str, arg: str) -> Optional[str]:
+    """A torch dtype, a numpy dtype (or type) or a name, as the name the C++ binding
+    parses ("float16", "bfloat16", "float8_e4m3fn", ...); the binding rejects unknown names."""
+    if x is None:
+        return None
+    if isinstance(x, str):
+        return x
+    s = str(x)
+    if s.startswith("torch."):
+        return s[6:]
+    try:
+        return np.dtype(x).name
+    except TypeError:
+        error(op, arg, repr(x), "must be a torch dtype, a numpy dtype or a dtype name such as \"bfloat16\"")
+
+
+def _numpy_dtype(name: str, like: np.ndarray):
+    """numpy has no bfloat16 or fp8 dtype of its own: outputs of those types are
+    ml_dtypes arrays when ml_dtypes is loaded (or the input is one), else raw uint16 /
+    uint8 storage holding the bits."""
+    if name in ("float16", "float32", "int32", "uint8", "int64", "bool"):
+        return np.dtype(name)
+    if like.dtype.name == name or (name == "float8_e4m3" and like.dtype.name == "float8_e4m3fn"):
+        return like.dtype
+    ml = sys.modules.get("ml_dtypes")
+    if ml is not None:
+        return np.dtype(getattr(ml, "float8_e4m3fn" if name == "float8_e4m3" else name))
+    return np.dtype(np.uint16 if name == "bfloat16" else np.uint8)
+
+
+def _torch_dtype(torch, name: str):
+    return getattr(torch, "float8_e4m3fn" if name == "float8_e4m3" else name)
+
+
+def empty(like: Any, shape: Tuple[int, ...], dtype: str, op: str, arg: str) -> Any:
+    """A new array of `like`'s kind (numpy, or torch on like's device) for an output
+    FlashInfer allocates. Other array types need the output passed in."""
+    if isinstance(like, np.ndarray):
+        return np.empty(shape, dtype=_numpy_dtype(dtype, like))
+    torch = _torch()
+    if torch is not None and isinstance(like, torch.Tensor):
+        return torch.empty(shape, dtype=_torch_dtype(torch, dtype), device=like.device)
+    error(op, arg, "None", f"kvinfer allocates numpy arrays and torch tensors only; pass {arg}= for a "
+          f"{type(like).__name__}")
+
+
+def empty_like(like: Any, op: str, arg: str) -> Any:
+    if isinstance(like, np.ndarray):
+        return np.empty_like(like)
+    torch = _torch()
+    if torch is not None and isinstance(like, torch.Tensor):
+        return torch.empty_like(like)
+    error(op, arg, "None", f"kvinfer allocates numpy arrays and torch tensors only; got {type(like).__name__}")
+
+
+# ---------------------------------------------------------------- scalars, caches
+
+
+def scale(x: Any, op: str, arg: str) -> float:
+    """A dequantisation scale: None is 1; a float; a one-element host tensor. A device
+    tensor would need a synchronising read (and cannot be captured in a CUDA graph)."""
+    if x is None:
+        return 1.0
+    if isinstance(x, (float, int)):
+        return float(x)
+    shape = getattr(x, "shape", None)
+    if shape is not None and int(np.prod(shape)) == 1:
+        device = getattr(x, "device", "cpu")
+        if str(device) == "cpu":
+            return float(x.reshape(()).item() if hasattr(x, "reshape") else x)
+    not_supported(op, arg, _short(x), "kvinfer takes a scalar scale (a Python float or a one-element CPU "
+                  "tensor); per-head or device-resident scale tensors are not implemented")
+
+
+def split_cache(cache: Any) -> Tuple[Any, Any]:
+    """FlashInfer's paged cache: one 5-D tensor, or a (k, v) pair of 4-D tensors."""
+    if isinstance(cache, (tuple, list)):
+        if len(cache) != 2:
+            error("paged_kv_cache", "len(paged_kv_cache)", len(cache), "a (k_cache, v_cache) pair has 2 entries")
+        return cache[0], cache[1]
+    return cache, None
+
+
+def host(x: Any) -> Any:
+    """A length array plan() reads on the host (as FlashInfer's plan does): a torch
+    tensor on a GPU is read back (one synchronisation); anything else goes as it is
+    and the C++ plan checks it."""
+    if is_torch_tensor(x) and x.device.type != "cpu":
+        return x.cpu()
+    return x
+
+
+def copy_into(buf: Any, src: Any, non_blocking: bool, op: str, arg: str) -> Any:
+    """CUDA-graph mode: the plan's arrays go into the caller's fixed buffer (whose
+    address the captured graph holds), as FlashInfer's plan does. Returns the filled
+    view buf[:len(src)]."""
+    n = int(src.shape[0])
+    if n > int(buf.shape[0]):
+        error(op, arg, f"shape[0] {n}", f"must fit the CUDA-graph buffer given at construction ({buf.shape[0]})")
+    view = buf[:n]
+    if is_torch_tensor(buf):
+        view.copy_(src, non_blocking=non_blocking)
+    else:
+        np.copyto(view, src)
+    return view
+
+
+def length(x: Any) -> int:
+    return int(x.shape[0])
+
+
+def rows(x: Any, op: str, arg: str) -> int:
+    """x.shape[0] of an input whose output kvinfer allocates."""
+    shape = getattr(x, "shape", None)
+    if shape is None or len(shape) == 0:
+        error(op, arg, type(x).__name__, "must be an array with __dlpack__ or the buffer protocol (numpy, torch, ...)")
+    return int(shape[0])
+
+
+# ---------------------------------------------------------------- streams
+
+
+def stream_arg(stream: Any, op: str) -> int:
+    """stream=: a raw handle (int), a torch.cuda.Stream (.cuda_stream) or a CuPy
+    stream (.ptr)."""
+    if isinstance(stream, int):
+        return stream
+    for attr in ("cuda_stream", "ptr"):
+        if hasattr(stream, attr):
+            return int(getattr(stream, attr))
+    error(op, "stream", repr(stream), "must be an int handle, a torch.cuda.Stream or an object with .ptr")
+
+
+def current_stream_fn(device: str):
+    """The function that gives the raw current stream of `device` ("cuda:N"): torch's
+    (read per call, as FlashInfer does), or the legacy default stream without torch."""
+    index = int(device.split(":")[1]) if ":" in device else 0
+    torch = _torch() or sys.modules.get("torch")
+    if torch is None:
+        return lambda: 0
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return lambda: raw(index)
+    return lambda: torch.cuda.current_stream(index).cuda_stream
+
+
+def stream_of(x: Any, stream: Any, op: str) -> int:
+    """The stream of a free function: stream= if given, else torch's current stream
+    of x's device for a CUDA tensor, else 0 (the CPU backend ignores it)."""
+    if stream is not None:
+        return stream_arg(stream, op)
+    if is_torch_tensor(x) and x.is_cuda:
+        return current_stream_fn(str(x.device))()
+    return 0
+
+
+def compiling_fn():
+    """torch.compiler.is_compiling when torch is loaded (dynamo reads it as True while
+    it traces, so the wrappers then call their torch custom ops), else a constant.
+    kvinfer/__init__.py imports torch first where it is installed, so this is fixed
+    at import."""
+    torch = _torch()
+    fn = getattr(getattr(torch, "compiler", None), "is_compiling", None) if torch is not None else None
+    return fn if fn is not None else _never
+
+
+def _never() -> bool:
+    return False
+
+
+# kvinfer._torch_ops once torch is loaded: the torch custom ops the modules call while
+# torch.compile traces them.
+ops = None
+

@@ -1,0 +1,76 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The part every plan/run wrapper shares: its device, the stream of a run() call,
+the caller's workspace buffers, and the handle its torch custom op names it by."""
+
+from __future__ import annotations
+
+import itertools
+import weakref
+from typing import Any, Optional
+
+from . import _kvinfer, _utils
+
+# Wrappers by handle, for the torch custom ops (kvinfer/_torch_ops.py): an op takes
+# tensors and scalars only, so a traced graph names its wrapper by this integer. The
+# plan stays in the wrapper; a re-plan is seen by the next call of the graph.
+_REGISTRY: "weakref.WeakValueDictionary[int, WrapperBase]" = weakref.WeakValueDictionary()
+_HANDLES = itertools.count(1)
+
+
+def lookup(handle: int) -> "WrapperBase":
+    return _REGISTRY[handle]
+
+
+class WrapperBase:
+    _op = "wrapper"
+
+    def _bind(self, impl: Any, float_workspace_buffer: Any) -> None:
+        self._bind_device(float_workspace_buffer)
+        self._set_impl(impl)
+
+    def _bind_device(self, float_workspace_buffer: Any) -> None:
+        """The wrapper's device is its workspace's (as FlashInfer's)."""
+        self._impl = None
+        self._impl_run = self._not_planned
+        self._o_dtype = "float16"
+        self._float_workspace_buffer = float_workspace_buffer
+        self._int_workspace_buffer = None
+        device = _kvinfer.device_of(float_workspace_buffer)
+        # FlashInfer's wrappers expose the workspace's device (a torch.device for torch).
+        self.device = getattr(float_workspace_buffer, "device", device)
+        self._cuda = device != "cpu"
+        self._current_stream = _utils.current_stream_fn(device) if self._cuda else None
+        self._handle = next(_HANDLES)
+        _REGISTRY[self._handle] = self
+
+    def _set_impl(self, impl: Any) -> None:
+        # The C++ wrapper takes float_workspace_buffer at construction.
+        if self._int_workspace_buffer is not None:
+            impl.reset_workspace_buffer(self._float_workspace_buffer, self._int_workspace_buffer)
+        self._impl = impl
+        self._impl_run = impl.run
+
+    def _not_planned(self, *args: Any) -> None:
+        # A CUDA-graph wrapper makes its C++ wrapper at the first plan (its capacity
+        # comes from it, as FlashInfer's does).
+        _utils.error(self._op, "plan", "(none)", "run() needs a successful plan() first")
+
+    def _stream(self, stream: Any) -> int:
+        if stream is not None:
+            return _utils.stream_arg(stream, self._op)
+        return self._current_stream() if self._cuda else 0
+
+    def reset_workspace_buffer(self, float_workspace_buffer: Any, int_workspace_buffer: Optional[Any] = None) -> None:
+        """The plans live in the caller's buffers from now on (uint8, contiguous, 16-byte
+        aligned, on the wrapper's device): float_workspace_buffer (one may serve every
+        wrapper of a model run on one stream, as FlashInfer's) and int_workspace_buffer
+        (None keeps the wrapper's own). A plan that needs more raises kvinfer.Error
+        naming the buffer and the bytes it needs."""
+        if self._impl is not None:
+            self._impl.reset_workspace_buffer(float_workspace_buffer, int_workspace_buffer)
+        self._float_workspace_buffer = float_workspace_buffer
+        self._int_workspace_buffer = int_workspace_buffer
+
+    @property
+    def float_workspace_buffer(self) -> Any:
+        return self._float_workspace_buffer

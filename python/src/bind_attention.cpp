@@ -1,0 +1,634 @@
+// SPDX-License-Identifier: Apache-2.0
+// The plan/run wrappers as Python classes. Each mirrors its C++ wrapper one to one:
+// plan() takes the C++ plan arguments (host length arrays, the arrays run() reads on
+// the wrapper's device), run() the tensors of one call. kvinfer/*.py gives them
+// FlashInfer's signatures; every check is the C++ library's.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <chrono>
+#include <tuple>
+#include <vector>
+
+#include "bindings.hpp"
+#include "tensor_arg.hpp"
+
+namespace kvinfer::python {
+namespace {
+
+using CapacityTuple = std::tuple<std::int64_t, std::int64_t, std::int64_t>;
+
+std::optional<Capacity> to_capacity(const std::optional<CapacityTuple>& c) {
+  if (!c) return std::nullopt;
+  return Capacity{std::get<0>(*c), std::get<1>(*c), std::get<2>(*c)};
+}
+
+// Options every attention plan takes, in FlashInfer's terms.
+AttentionOptions attention_options(std::string_view op, MaskMode mask, const std::string& pos_encoding_mode,
+                                   int window_left, float logits_soft_cap, std::optional<float> sm_scale,
+                                   float rope_scale, float rope_theta, const std::string& backend) {
+  AttentionOptions o;
+  o.mask_mode = mask;
+  o.window_left = window_left;
+  o.logits_soft_cap = logits_soft_cap;
+  o.sm_scale = sm_scale;
+  o.pos_encoding = pos_encoding_arg(op, pos_encoding_mode);
+  o.rope_scale = rope_scale;
+  o.rope_theta = rope_theta;
+  o.backend = backend_arg(op, backend);
+  return o;
+}
+
+SplitOptions split_options(std::int64_t fixed_split_size, bool disable_split_kv) {
+  return {.fixed_split_size = fixed_split_size, .disable_split_kv = disable_split_kv};
+}
+
+RunOptions run_options(const TensorArg& lse, float k_scale, float v_scale, std::uintptr_t stream,
+                       std::optional<bool> enable_pdl) {
+  return {.lse = lse.view,
+          .k_scale = k_scale,
+          .v_scale = v_scale,
+          .stream = as_stream(stream),
+          .enable_pdl = enable_pdl};
+}
+
+// A page table of the plan: indptr and last_page_len read on the host, indices kept
+// where run() reads them.
+PageTable page_table(std::string_view op, const TensorArg& indptr, const TensorArg& indices,
+                     const TensorArg& last_page_len) {
+  return {.indptr = indptr.view, .indices = indices.view, .last_page_len = last_page_len.view};
+}
+
+PagedKVCache paged_cache(std::string_view op, const TensorArg& k, const TensorArg& v, KVLayout layout) {
+  return v.defined() ? PagedKVCache::pair(k.view, v.view, layout) : PagedKVCache::combined(k.view, layout);
+}
+
+// What every Python wrapper keeps between plan() and run(): its device, the dtypes
+// planned (raw uint16/uint8 storage is read as them), and references to the caller's
+// arrays the plan points into.
+struct WrapperState {
+  Device device = Device::cpu();
+  KVLayout layout = KVLayout::kNHD;
+  DType q = DType::kF16, kv = DType::kF16, o = DType::kF16;
+  nb::object float_workspace, int_workspace;  // the caller's buffers the plans live in
+  std::vector<nb::object> plan_refs;          // kv_indices, a caller-packed mask: run() reads them
+  bool planned = false;
+
+  std::string device_name() const { return to_string(device); }
+};
+
+Device workspace_device(std::string_view op, nb::handle float_workspace_buffer) {
+  return device_arg(op, "float_workspace_buffer", float_workspace_buffer);
+}
+
+// ---------------------------------------------------------------- decode
+class Decode : public WrapperState {
+ public:
+  static constexpr std::string_view kOp = "BatchDecodeWithPagedKVCache";
+
+  Decode(nb::handle float_workspace_buffer, const std::string& kv_layout,
+         std::optional<CapacityTuple> capacity)
+      : w_(init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout), to_capacity(capacity)) {
+    reset_workspace_buffer(float_workspace_buffer, nb::none());
+  }
+
+  // FlashInfer's float_workspace_buffer (and int_workspace_buffer; None keeps the
+  // wrapper's own): the plans live there from now on.
+  void reset_workspace_buffer(nb::handle float_buffer, nb::handle int_buffer) {
+    const TensorArg f = tensor_out(kOp, "float_workspace_buffer", float_buffer);
+    const TensorArg i = tensor_out(kOp, "int_workspace_buffer", int_buffer, std::nullopt, true);
+    w_.reset_workspace_buffer(f.view, i.view);
+    float_workspace = nb::borrow(float_buffer);
+    int_workspace = nb::borrow(int_buffer);
+  }
+
+  void plan(nb::handle indptr, nb::handle indices, nb::handle last_page_len, std::int64_t num_qo_heads,
+            std::int64_t num_kv_heads, std::int64_t head_dim, std::int64_t page_size,
+            const std::string& pos_encoding_mode, int window_left, float logits_soft_cap,
+            std::optional<float> sm_scale, float rope_scale, float rope_theta, const std::string& q_dtype,
+            const std::string& kv_dtype, const std::string& o_dtype, std::int64_t fixed_split_size,
+            bool disable_split_kv) {
+    const TensorArg a_indptr = tensor_arg(kOp, "kv_indptr", indptr);
+    const TensorArg a_indices = tensor_arg(kOp, "kv_indices", indices);
+    const TensorArg a_last = tensor_arg(kOp, "kv_last_page_len", last_page_len);
+    DecodePlanArgs args{
+        .page_table = page_table(kOp, a_indptr, a_indices, a_last),
+        .num_qo_heads = num_qo_heads,
+        .num_kv_heads = num_kv_heads,
+        .head_dim = head_dim,
+        .page_size = page_size,
+        .options = attention_options(kOp, MaskMode::kNone, pos_encoding_mode, window_left, logits_soft_cap,
+                                     sm_scale, rope_scale, rope_theta, "auto"),
+        .q_dtype = dtype_arg(kOp, "q_data_type", q_dtype),
+        .kv_dtype = dtype_arg(kOp, "kv_data_type", kv_dtype),
+        .o_dtype = dtype_arg(kOp, "o_data_type", o_dtype),
+        .split = split_options(fixed_split_size, disable_split_kv),
+    };
+    {
+      nb::gil_scoped_release release;
+      w_.plan(args);
+    }
+    q = args.q_dtype, kv = args.kv_dtype, o = args.o_dtype;
+    plan_refs = {nb::borrow(indices)};
+    planned = true;
+    last_args_ = args;
+    last_keep_ = {a_indptr, a_indices, a_last};
+  }
+
+  // The host cost of one decode step in C++ (bench/python/bench_host.py): the last
+  // plan() again, then `runs` run() calls, timed without Python in between (µs).
+  double time_step(nb::handle q_, nb::handle k_, nb::handle v_, nb::handle out_, int runs,
+                   std::uintptr_t stream) {
+    if (!last_args_) throw Error(kOp, "plan", "(none)", "time_step() needs a plan() first");
+    const TensorArg aq = tensor_arg(kOp, "q", q_, q);
+    const TensorArg ak = tensor_arg(kOp, "paged_kv_cache", k_, kv);
+    const TensorArg av = tensor_arg(kOp, "paged_kv_cache[1]", v_, kv, true);
+    const TensorArg aout = tensor_out(kOp, "out", out_, o);
+    const PagedKVCache cache = paged_cache(kOp, ak, av, layout);
+    const RunOptions options{.stream = as_stream(stream)};
+    nb::gil_scoped_release release;
+    const auto t0 = std::chrono::steady_clock::now();
+    w_.plan(*last_args_);
+    for (int r = 0; r < runs; ++r) w_.run(aq.view, cache, aout.view, options);
+    const auto t1 = std::chrono::steady_clock::now();
+    return std::chrono::duration<double, std::micro>(t1 - t0).count();
+  }
+
+  void run(nb::handle q_, nb::handle k_, nb::handle v_, nb::handle out_, nb::handle lse_, float k_scale,
+           float v_scale, std::uintptr_t stream, std::optional<bool> enable_pdl) const {
+    const TensorArg aq = tensor_arg(kOp, "q", q_, q);
+    const TensorArg ak = tensor_arg(kOp, "paged_kv_cache", k_, kv);
+    const TensorArg av = tensor_arg(kOp, "paged_kv_cache[1]", v_, kv, true);
+    const TensorArg aout = tensor_out(kOp, "out", out_, o);
+    const TensorArg alse = tensor_out(kOp, "lse", lse_, DType::kF32, true);
+    const PagedKVCache cache = paged_cache(kOp, ak, av, layout);
+    const RunOptions options = run_options(alse, k_scale, v_scale, stream, enable_pdl);
+    nb::gil_scoped_release release;
+    w_.run(aq.view, cache, aout.view, options);
+  }
+
+ private:
+  Device init(nb::handle ws, const std::string& kv_layout) {
+    device = workspace_device(kOp, ws);
+    layout = kv_layout_arg(kOp, kv_layout);
+    float_workspace = nb::borrow(ws);
+    return device;
+  }
+  BatchDecodeWithPagedKVCache w_;
+  std::optional<DecodePlanArgs> last_args_;
+  std::vector<TensorArg> last_keep_;  // the arrays last_args_ points into
+};
+
+// ---------------------------------------------------------------- paged prefill
+class PagedPrefill : public WrapperState {
+ public:
+  static constexpr std::string_view kOp = "BatchPrefillWithPagedKVCache";
+
+  PagedPrefill(nb::handle float_workspace_buffer, const std::string& kv_layout,
+               std::optional<CapacityTuple> capacity)
+      : w_(init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout), to_capacity(capacity)) {
+    reset_workspace_buffer(float_workspace_buffer, nb::none());
+  }
+
+  // FlashInfer's float_workspace_buffer (and int_workspace_buffer; None keeps the
+  // wrapper's own): the plans live there from now on.
+  void reset_workspace_buffer(nb::handle float_buffer, nb::handle int_buffer) {
+    const TensorArg f = tensor_out(kOp, "float_workspace_buffer", float_buffer);
+    const TensorArg i = tensor_out(kOp, "int_workspace_buffer", int_buffer, std::nullopt, true);
+    w_.reset_workspace_buffer(f.view, i.view);
+    float_workspace = nb::borrow(float_buffer);
+    int_workspace = nb::borrow(int_buffer);
+  }
+
+  void plan(nb::handle qo_indptr, nb::handle indptr, nb::handle indices, nb::handle last_page_len,
+            std::int64_t num_qo_heads, std::int64_t num_kv_heads, std::int64_t head_dim,
+            std::int64_t page_size, nb::handle custom_mask, bool causal, const std::string& pos_encoding_mode,
+            int window_left, float logits_soft_cap, std::optional<float> sm_scale, float rope_scale,
+            float rope_theta, const std::string& q_dtype, const std::string& kv_dtype,
+            const std::string& o_dtype, std::int64_t fixed_split_size, bool disable_split_kv,
+            const std::string& backend) {
+    const TensorArg a_qo = tensor_arg(kOp, "qo_indptr", qo_indptr);
+    const TensorArg a_indptr = tensor_arg(kOp, "kv_indptr", indptr);
+    const TensorArg a_indices = tensor_arg(kOp, "kv_indices", indices);
+    const TensorArg a_last = tensor_arg(kOp, "kv_last_page_len", last_page_len);
+    const TensorArg a_mask = tensor_arg(kOp, "custom_mask", custom_mask, std::nullopt, true);
+    const MaskMode mask = a_mask.defined() ? MaskMode::kCustom : causal ? MaskMode::kCausal : MaskMode::kNone;
+    PagedPrefillPlanArgs args{
+        .qo_indptr = a_qo.view,
+        .page_table = page_table(kOp, a_indptr, a_indices, a_last),
+        .num_qo_heads = num_qo_heads,
+        .num_kv_heads = num_kv_heads,
+        .head_dim = head_dim,
+        .page_size = page_size,
+        .options = attention_options(kOp, mask, pos_encoding_mode, window_left, logits_soft_cap, sm_scale,
+                                     rope_scale, rope_theta, backend),
+        .custom_mask = a_mask.view,
+        .q_dtype = dtype_arg(kOp, "q_data_type", q_dtype),
+        .kv_dtype = dtype_arg(kOp, "kv_data_type", kv_dtype),
+        .o_dtype = dtype_arg(kOp, "o_data_type", o_dtype),
+        .split = split_options(fixed_split_size, disable_split_kv),
+    };
+    {
+      nb::gil_scoped_release release;
+      w_.plan(args);
+    }
+    q = args.q_dtype, kv = args.kv_dtype, o = args.o_dtype;
+    plan_refs = {nb::borrow(indices), nb::borrow(custom_mask)};
+    planned = true;
+  }
+
+  void run(nb::handle q_, nb::handle k_, nb::handle v_, nb::handle out_, nb::handle lse_, float k_scale,
+           float v_scale, std::uintptr_t stream, std::optional<bool> enable_pdl) const {
+    const TensorArg aq = tensor_arg(kOp, "q", q_, q);
+    const TensorArg ak = tensor_arg(kOp, "paged_kv_cache", k_, kv);
+    const TensorArg av = tensor_arg(kOp, "paged_kv_cache[1]", v_, kv, true);
+    const TensorArg aout = tensor_out(kOp, "out", out_, o);
+    const TensorArg alse = tensor_out(kOp, "lse", lse_, DType::kF32, true);
+    const PagedKVCache cache = paged_cache(kOp, ak, av, layout);
+    const RunOptions options = run_options(alse, k_scale, v_scale, stream, enable_pdl);
+    nb::gil_scoped_release release;
+    w_.run(aq.view, cache, aout.view, options);
+  }
+
+ private:
+  Device init(nb::handle ws, const std::string& kv_layout) {
+    device = workspace_device(kOp, ws);
+    layout = kv_layout_arg(kOp, kv_layout);
+    float_workspace = nb::borrow(ws);
+    return device;
+  }
+  BatchPrefillWithPagedKVCache w_;
+};
+
+// ---------------------------------------------------------------- ragged prefill
+class RaggedPrefill : public WrapperState {
+ public:
+  static constexpr std::string_view kOp = "BatchPrefillWithRaggedKVCache";
+
+  RaggedPrefill(nb::handle float_workspace_buffer, const std::string& kv_layout,
+                std::optional<CapacityTuple> capacity)
+      : w_(init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout), to_capacity(capacity)) {
+    reset_workspace_buffer(float_workspace_buffer, nb::none());
+  }
+
+  // FlashInfer's float_workspace_buffer (and int_workspace_buffer; None keeps the
+  // wrapper's own): the plans live there from now on.
+  void reset_workspace_buffer(nb::handle float_buffer, nb::handle int_buffer) {
+    const TensorArg f = tensor_out(kOp, "float_workspace_buffer", float_buffer);
+    const TensorArg i = tensor_out(kOp, "int_workspace_buffer", int_buffer, std::nullopt, true);
+    w_.reset_workspace_buffer(f.view, i.view);
+    float_workspace = nb::borrow(float_buffer);
+    int_workspace = nb::borrow(int_buffer);
+  }
+
+  void plan(nb::handle qo_indptr, nb::handle kv_indptr, std::int64_t num_qo_heads, std::int64_t num_kv_heads,
+            std::int64_t head_dim_qk, std::int64_t head_dim_vo, nb::handle custom_mask, bool causal,
+            const std::string& pos_encoding_mode, int window_left, float logits_soft_cap,
+            std::optional<float> sm_scale, float rope_scale, float rope_theta, const std::string& q_dtype,
+            const std::string& kv_dtype, const std::string& o_dtype, std::int64_t fixed_split_size,
+            bool disable_split_kv, const std::string& backend) {
+    const TensorArg a_qo = tensor_arg(kOp, "qo_indptr", qo_indptr);
+    const TensorArg a_kv = tensor_arg(kOp, "kv_indptr", kv_indptr);
+    const TensorArg a_mask = tensor_arg(kOp, "custom_mask", custom_mask, std::nullopt, true);
+    const MaskMode mask = a_mask.defined() ? MaskMode::kCustom : causal ? MaskMode::kCausal : MaskMode::kNone;
+    RaggedPrefillPlanArgs args{
+        .qo_indptr = a_qo.view,
+        .kv_indptr = a_kv.view,
+        .num_qo_heads = num_qo_heads,
+        .num_kv_heads = num_kv_heads,
+        .head_dim_qk = head_dim_qk,
+        .head_dim_vo = head_dim_vo,
+        .options = attention_options(kOp, mask, pos_encoding_mode, window_left, logits_soft_cap, sm_scale,
+                                     rope_scale, rope_theta, backend),
+        .custom_mask = a_mask.view,
+        .q_dtype = dtype_arg(kOp, "q_data_type", q_dtype),
+        .kv_dtype = dtype_arg(kOp, "kv_data_type", kv_dtype),
+        .o_dtype = dtype_arg(kOp, "o_data_type", o_dtype),
+        .split = split_options(fixed_split_size, disable_split_kv),
+    };
+    {
+      nb::gil_scoped_release release;
+      w_.plan(args);
+    }
+    q = args.q_dtype, kv = args.kv_dtype, o = args.o_dtype;
+    plan_refs = {nb::borrow(custom_mask)};
+    planned = true;
+  }
+
+  void run(nb::handle q_, nb::handle k_, nb::handle v_, nb::handle out_, nb::handle lse_, float k_scale,
+           float v_scale, std::uintptr_t stream, std::optional<bool> enable_pdl) const {
+    const TensorArg aq = tensor_arg(kOp, "q", q_, q);
+    const TensorArg ak = tensor_arg(kOp, "k", k_, kv);
+    const TensorArg av = tensor_arg(kOp, "v", v_, kv);
+    const TensorArg aout = tensor_out(kOp, "out", out_, o);
+    const TensorArg alse = tensor_out(kOp, "lse", lse_, DType::kF32, true);
+    const RunOptions options = run_options(alse, k_scale, v_scale, stream, enable_pdl);
+    nb::gil_scoped_release release;
+    w_.run(aq.view, ak.view, av.view, aout.view, options);
+  }
+
+ private:
+  Device init(nb::handle ws, const std::string& kv_layout) {
+    device = workspace_device(kOp, ws);
+    layout = kv_layout_arg(kOp, kv_layout);
+    float_workspace = nb::borrow(ws);
+    return device;
+  }
+  BatchPrefillWithRaggedKVCache w_;
+};
+
+// ---------------------------------------------------------------- cascade
+class Cascade : public WrapperState {
+ public:
+  static constexpr std::string_view kOp = "MultiLevelCascadeAttention";
+
+  Cascade(int num_levels, nb::handle float_workspace_buffer, const std::string& kv_layout,
+          std::vector<CapacityTuple> capacities)
+      : w_(num_levels, init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout),
+           to_capacities(capacities)) {
+    reset_workspace_buffer(float_workspace_buffer, nb::none());
+  }
+
+  void reset_workspace_buffer(nb::handle float_buffer, nb::handle int_buffer) {
+    const TensorArg f = tensor_out(kOp, "float_workspace_buffer", float_buffer);
+    const TensorArg i = tensor_out(kOp, "int_workspace_buffer", int_buffer, std::nullopt, true);
+    w_.reset_workspace_buffer(f.view, i.view);
+    float_workspace = nb::borrow(float_buffer);
+    int_workspace = nb::borrow(int_buffer);
+  }
+
+  void plan(const std::vector<nb::handle>& qo_indptr, const std::vector<nb::handle>& kv_indptr,
+            const std::vector<nb::handle>& kv_indices, const std::vector<nb::handle>& kv_last_page_len,
+            std::int64_t num_qo_heads, std::int64_t num_kv_heads, std::int64_t head_dim,
+            std::int64_t page_size, bool causal, const std::string& pos_encoding_mode, int window_left,
+            float logits_soft_cap, std::optional<float> sm_scale, float rope_scale, float rope_theta,
+            const std::string& q_dtype, const std::string& kv_dtype, const std::string& o_dtype) {
+    const std::size_t n = qo_indptr.size();
+    for (auto [name, size] : {std::pair{"paged_kv_indptr_arr", kv_indptr.size()},
+                              std::pair{"paged_kv_indices_arr", kv_indices.size()},
+                              std::pair{"paged_kv_last_page_len", kv_last_page_len.size()}}) {
+      if (size != n) {
+        throw Error(kOp, std::string(name) + ".size()", std::to_string(size),
+                    "must equal qo_indptr_arr.size() (" + std::to_string(n) + "), one entry per level");
+      }
+    }
+    std::vector<TensorArg> keep;
+    keep.reserve(4 * n);
+    CascadePlanArgs args;
+    for (std::size_t i = 0; i < n; ++i) {
+      std::string l = "[";
+      l += std::to_string(i);
+      l += ']';
+      const TensorArg& qo = keep.emplace_back(tensor_arg(kOp, "qo_indptr_arr" + l, qo_indptr[i]));
+      const TensorArg& ip = keep.emplace_back(tensor_arg(kOp, "paged_kv_indptr_arr" + l, kv_indptr[i]));
+      const TensorArg& ix = keep.emplace_back(tensor_arg(kOp, "paged_kv_indices_arr" + l, kv_indices[i]));
+      const TensorArg& lp =
+          keep.emplace_back(tensor_arg(kOp, "paged_kv_last_page_len" + l, kv_last_page_len[i]));
+      args.levels.push_back({.qo_indptr = qo.view, .page_table = page_table(kOp, ip, ix, lp)});
+    }
+    args.num_qo_heads = num_qo_heads;
+    args.num_kv_heads = num_kv_heads;
+    args.head_dim = head_dim;
+    args.page_size = page_size;
+    args.options = attention_options(kOp, causal ? MaskMode::kCausal : MaskMode::kNone, pos_encoding_mode,
+                                     window_left, logits_soft_cap, sm_scale, rope_scale, rope_theta, "auto");
+    args.q_dtype = dtype_arg(kOp, "q_data_type", q_dtype);
+    args.kv_dtype = dtype_arg(kOp, "kv_data_type", kv_dtype);
+    args.o_dtype = dtype_arg(kOp, "o_data_type", o_dtype);
+    {
+      nb::gil_scoped_release release;
+      w_.plan(args);
+    }
+    q = args.q_dtype, kv = args.kv_dtype, o = args.o_dtype;
+    plan_refs.clear();
+    for (nb::handle h : kv_indices) plan_refs.push_back(nb::borrow(h));
+    planned = true;
+  }
+
+  void run(nb::handle q_, nb::handle k_, nb::handle v_, nb::handle out_, nb::handle lse_, float k_scale,
+           float v_scale, std::uintptr_t stream, std::optional<bool> enable_pdl) const {
+    const TensorArg aq = tensor_arg(kOp, "q", q_, q);
+    const TensorArg ak = tensor_arg(kOp, "paged_kv_cache", k_, kv);
+    const TensorArg av = tensor_arg(kOp, "paged_kv_cache[1]", v_, kv, true);
+    const TensorArg aout = tensor_out(kOp, "out", out_, o);
+    const TensorArg alse = tensor_out(kOp, "lse", lse_, DType::kF32, true);
+    const PagedKVCache cache = paged_cache(kOp, ak, av, layout);
+    const RunOptions options = run_options(alse, k_scale, v_scale, stream, enable_pdl);
+    nb::gil_scoped_release release;
+    w_.run(aq.view, cache, aout.view, options);
+  }
+
+ private:
+  static std::vector<Capacity> to_capacities(const std::vector<CapacityTuple>& c) {
+    std::vector<Capacity> out;
+    for (const CapacityTuple& t : c) out.push_back(*to_capacity(t));
+    return out;
+  }
+  Device init(nb::handle ws, const std::string& kv_layout) {
+    device = workspace_device(kOp, ws);
+    layout = kv_layout_arg(kOp, kv_layout);
+    float_workspace = nb::borrow(ws);
+    return device;
+  }
+  MultiLevelCascadeAttention w_;
+};
+
+// ---------------------------------------------------------------- MLA
+class MLA : public WrapperState {
+ public:
+  static constexpr std::string_view kOp = "BatchMLAPagedAttention";
+
+  MLA(nb::handle float_workspace_buffer, std::optional<CapacityTuple> capacity)
+      : w_(init(float_workspace_buffer), to_capacity(capacity)) {
+    reset_workspace_buffer(float_workspace_buffer, nb::none());
+  }
+
+  void reset_workspace_buffer(nb::handle float_buffer, nb::handle int_buffer) {
+    const TensorArg f = tensor_out(kOp, "float_workspace_buffer", float_buffer);
+    const TensorArg i = tensor_out(kOp, "int_workspace_buffer", int_buffer, std::nullopt, true);
+    w_.reset_workspace_buffer(f.view, i.view);
+    float_workspace = nb::borrow(float_buffer);
+    int_workspace = nb::borrow(int_buffer);
+  }
+
+  void plan(nb::handle qo_indptr, nb::handle kv_indptr, nb::handle kv_indices, nb::handle kv_len,
+            std::int64_t num_heads, std::int64_t head_dim_ckv, std::int64_t head_dim_kpe,
+            std::int64_t page_size, bool causal, std::optional<float> sm_scale, const std::string& q_dtype,
+            const std::string& kv_dtype, std::optional<std::string> o_dtype, std::int64_t fixed_split_size,
+            bool disable_split_kv) {
+    const TensorArg a_qo = tensor_arg(kOp, "qo_indptr", qo_indptr);
+    const TensorArg a_kv = tensor_arg(kOp, "kv_indptr", kv_indptr);
+    const TensorArg a_ix = tensor_arg(kOp, "kv_indices", kv_indices);
+    const TensorArg a_len = tensor_arg(kOp, "kv_len", kv_len);
+    MLAPlanArgs args{
+        .qo_indptr = a_qo.view,
+        .kv_indptr = a_kv.view,
+        .kv_indices = a_ix.view,
+        .kv_len = a_len.view,
+        .num_heads = num_heads,
+        .head_dim_ckv = head_dim_ckv,
+        .head_dim_kpe = head_dim_kpe,
+        .page_size = page_size,
+        .causal = causal,
+        .sm_scale = sm_scale,
+        .q_dtype = dtype_arg(kOp, "q_data_type", q_dtype),
+        .kv_dtype = dtype_arg(kOp, "kv_data_type", kv_dtype),
+        .o_dtype = o_dtype ? std::optional(dtype_arg(kOp, "output_dtype", *o_dtype)) : std::nullopt,
+        .split = split_options(fixed_split_size, disable_split_kv),
+    };
+    {
+      nb::gil_scoped_release release;
+      w_.plan(args);
+    }
+    q = args.q_dtype, kv = args.kv_dtype, o = args.o_dtype.value_or(args.q_dtype);
+    head_dim_ckv_ = head_dim_ckv;
+    plan_refs = {nb::borrow(kv_indices)};
+    planned = true;
+  }
+
+  // q_pe None: q_nope is the packed query [nnz, H, ckv + kpe] (sliced here, no copy);
+  // kpe None: ckv is the packed cache [pages, page_size, ckv + kpe].
+  void run(nb::handle q_nope, nb::handle q_pe, nb::handle ckv, nb::handle kpe, nb::handle out_,
+           nb::handle lse_, bool lse_base_e, float ckv_scale, float kpe_scale, std::uintptr_t stream) const {
+    const TensorArg an = tensor_arg(kOp, "q_nope", q_nope, q);
+    const TensorArg ap = tensor_arg(kOp, "q_pe", q_pe, q, true);
+    const TensorArg ac = tensor_arg(kOp, "ckv_cache", ckv, kv);
+    const TensorArg ak = tensor_arg(kOp, "kpe_cache", kpe, kv, true);
+    const TensorArg aout = tensor_out(kOp, "out", out_, o);
+    const TensorArg alse = tensor_out(kOp, "lse", lse_, DType::kF32, true);
+    TensorView qn = an.view, qp = ap.view;
+    if (!qp.defined() && qn.rank() == 3 && qn.size(-1) > head_dim_ckv_) {
+      qp = qn.slice(-1, head_dim_ckv_, qn.size(-1));
+      qn = qn.slice(-1, 0, head_dim_ckv_);
+    }
+    const MLACache cache =
+        ak.defined() ? MLACache::pair(ac.view, ak.view) : MLACache::combined(ac.view, head_dim_ckv_);
+    const MLARunOptions options{.lse = alse.view,
+                                .lse_base_e = lse_base_e,
+                                .ckv_scale = ckv_scale,
+                                .kpe_scale = kpe_scale,
+                                .stream = as_stream(stream)};
+    nb::gil_scoped_release release;
+    w_.run(qn, qp, cache, aout.view, options);
+  }
+
+ private:
+  Device init(nb::handle ws) {
+    device = workspace_device(kOp, ws);
+    float_workspace = nb::borrow(ws);
+    return device;
+  }
+  BatchMLAPagedAttention w_;
+  std::int64_t head_dim_ckv_ = kMlaHeadDimCkv;
+};
+
+template <class W>
+void common(nb::class_<W>& c) {
+  c.def("reset_workspace_buffer", &W::reset_workspace_buffer, nb::arg("float_workspace_buffer"),
+        nb::arg("int_workspace_buffer").none() = nb::none(),
+        "The caller's workspace buffers (contiguous, 16-byte aligned, on the wrapper's device); a plan that "
+        "needs more raises kvinfer.Error naming the buffer and the bytes.");
+  c.def_prop_ro("device", &W::device_name,
+                "The wrapper's device (\"cpu\", \"cuda:0\"), from float_workspace_buffer.")
+      .def_prop_ro("planned", [](const W& w) { return w.planned; })
+      .def_prop_ro("q_data_type", [](const W& w) { return std::string(dtype_name(w.q)); })
+      .def_prop_ro("kv_data_type", [](const W& w) { return std::string(dtype_name(w.kv)); })
+      .def_prop_ro("o_data_type", [](const W& w) { return std::string(dtype_name(w.o)); });
+}
+
+}  // namespace
+
+void bind_attention(nb::module_& m) {
+  using nb::arg;
+  const auto none = nb::none();
+  const char* run_doc =
+      "run(q, k, v, out, lse, k_scale, v_scale, stream, enable_pdl): one call of the plan. v None: k is the "
+      "5-D paged cache. Allocates nothing; every tensor on the wrapper's device.";
+
+  nb::class_<Decode> decode(
+      m, "BatchDecodeWithPagedKVCache",
+      "kvinfer::BatchDecodeWithPagedKVCache; kvinfer.decode wraps it with FlashInfer's API.");
+  decode
+      .def(nb::init<nb::handle, const std::string&, std::optional<CapacityTuple>>(),
+           arg("float_workspace_buffer"), arg("kv_layout") = "NHD", arg("capacity").none() = none)
+      .def("plan", &Decode::plan, arg("indptr"), arg("indices"), arg("last_page_len"), arg("num_qo_heads"),
+           arg("num_kv_heads"), arg("head_dim"), arg("page_size"), arg("pos_encoding_mode"),
+           arg("window_left"), arg("logits_soft_cap"), arg("sm_scale").none(), arg("rope_scale"),
+           arg("rope_theta"), arg("q_data_type"), arg("kv_data_type"), arg("o_data_type"),
+           arg("fixed_split_size"), arg("disable_split_kv"))
+      .def("run", &Decode::run, arg("q"), arg("k").none(), arg("v").none(), arg("out").none(),
+           arg("lse").none(), arg("k_scale"), arg("v_scale"), arg("stream"), arg("enable_pdl").none(),
+           run_doc)
+      .def("time_step", &Decode::time_step, arg("q"), arg("k"), arg("v").none(), arg("out"), arg("runs"),
+           arg("stream"),
+           "Benchmark hook: the last plan() again plus `runs` run() calls, timed in C++ (microseconds).");
+  common(decode);
+
+  nb::class_<PagedPrefill> paged(m, "BatchPrefillWithPagedKVCache",
+                                 "kvinfer::BatchPrefillWithPagedKVCache; kvinfer.prefill wraps it.");
+  paged
+      .def(nb::init<nb::handle, const std::string&, std::optional<CapacityTuple>>(),
+           arg("float_workspace_buffer"), arg("kv_layout") = "NHD", arg("capacity").none() = none)
+      .def("plan", &PagedPrefill::plan, arg("qo_indptr"), arg("indptr"), arg("indices"), arg("last_page_len"),
+           arg("num_qo_heads"), arg("num_kv_heads"), arg("head_dim"), arg("page_size"),
+           arg("custom_mask").none(), arg("causal"), arg("pos_encoding_mode"), arg("window_left"),
+           arg("logits_soft_cap"), arg("sm_scale").none(), arg("rope_scale"), arg("rope_theta"),
+           arg("q_data_type"), arg("kv_data_type"), arg("o_data_type"), arg("fixed_split_size"),
+           arg("disable_split_kv"), arg("backend"))
+      .def("run", &PagedPrefill::run, arg("q"), arg("k").none(), arg("v").none(), arg("out").none(),
+           arg("lse").none(), arg("k_scale"), arg("v_scale"), arg("stream"), arg("enable_pdl").none(),
+           run_doc);
+  common(paged);
+
+  nb::class_<RaggedPrefill> ragged(m, "BatchPrefillWithRaggedKVCache",
+                                   "kvinfer::BatchPrefillWithRaggedKVCache; kvinfer.prefill wraps it.");
+  ragged
+      .def(nb::init<nb::handle, const std::string&, std::optional<CapacityTuple>>(),
+           arg("float_workspace_buffer"), arg("kv_layout") = "NHD", arg("capacity").none() = none)
+      .def("plan", &RaggedPrefill::plan, arg("qo_indptr"), arg("kv_indptr"), arg("num_qo_heads"),
+           arg("num_kv_heads"), arg("head_dim_qk"), arg("head_dim_vo"), arg("custom_mask").none(),
+           arg("causal"), arg("pos_encoding_mode"), arg("window_left"), arg("logits_soft_cap"),
+           arg("sm_scale").none(), arg("rope_scale"), arg("rope_theta"), arg("q_data_type"),
+           arg("kv_data_type"), arg("o_data_type"), arg("fixed_split_size"), arg("disable_split_kv"),
+           arg("backend"))
+      .def("run", &RaggedPrefill::run, arg("q"), arg("k").none(), arg("v").none(), arg("out").none(),
+           arg("lse").none(), arg("k_scale"), arg("v_scale"), arg("stream"), arg("enable_pdl").none(),
+           run_doc);
+  common(ragged);
+
+  nb::class_<Cascade> cascade(m, "MultiLevelCascadeAttention",
+                              "kvinfer::MultiLevelCascadeAttention; kvinfer.cascade wraps it.");
+  cascade
+      .def(nb::init<int, nb::handle, const std::string&, std::vector<CapacityTuple>>(), arg("num_levels"),
+           arg("float_workspace_buffer"), arg("kv_layout") = "NHD",
+           arg("capacities") = std::vector<CapacityTuple>{})
+      .def("plan", &Cascade::plan, arg("qo_indptr_arr"), arg("paged_kv_indptr_arr"),
+           arg("paged_kv_indices_arr"), arg("paged_kv_last_page_len"), arg("num_qo_heads"),
+           arg("num_kv_heads"), arg("head_dim"), arg("page_size"), arg("causal"), arg("pos_encoding_mode"),
+           arg("window_left"), arg("logits_soft_cap"), arg("sm_scale").none(), arg("rope_scale"),
+           arg("rope_theta"), arg("q_data_type"), arg("kv_data_type"), arg("o_data_type"))
+      .def("run", &Cascade::run, arg("q"), arg("k").none(), arg("v").none(), arg("out").none(),
+           arg("lse").none(), arg("k_scale"), arg("v_scale"), arg("stream"), arg("enable_pdl").none(),
+           run_doc);
+  common(cascade);
+
+  nb::class_<MLA> mla(m, "BatchMLAPagedAttention", "kvinfer::BatchMLAPagedAttention; kvinfer.mla wraps it.");
+  mla.def(nb::init<nb::handle, std::optional<CapacityTuple>>(), arg("float_workspace_buffer"),
+          arg("capacity").none() = none)
+      .def("plan", &MLA::plan, arg("qo_indptr"), arg("kv_indptr"), arg("kv_indices"), arg("kv_len"),
+           arg("num_heads"), arg("head_dim_ckv"), arg("head_dim_kpe"), arg("page_size"), arg("causal"),
+           arg("sm_scale").none(), arg("q_data_type"), arg("kv_data_type"), arg("o_data_type").none(),
+           arg("fixed_split_size"), arg("disable_split_kv"))
+      .def("run", &MLA::run, arg("q_nope"), arg("q_pe").none(), arg("ckv_cache").none(),
+           arg("kpe_cache").none(), arg("out").none(), arg("lse").none(), arg("lse_base_e"), arg("ckv_scale"),
+           arg("kpe_scale"), arg("stream"),
+           "run(q_nope, q_pe, ckv_cache, kpe_cache, out, lse, ...): q_pe None reads q_nope as the packed "
+           "[nnz, H, ckv + kpe] query; kpe_cache None reads ckv_cache as the packed [pages, page_size, ckv + "
+           "kpe] "
+           "cache (strided views, no copy).");
+  common(mla);
+}
+
+}  // namespace kvinfer::python
