@@ -1,13 +1,73 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/check.hpp"
 
+#include <fmt/ranges.h>
+
+#include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
 namespace kvinfer::detail {
 
+namespace {
+
+// Byte offsets from t.data() of the first and one past the last byte the view
+// addresses; false when they overflow int64 (then no buffer can hold the view).
+bool byte_span(const TensorView& t, std::int64_t& lo, std::int64_t& hi) {
+  const auto es = std::int64_t(t.element_size());
+  lo = 0;
+  hi = es;
+  for (int d = 0; d < t.rank(); ++d) {
+    std::int64_t reach = 0;
+    if (__builtin_mul_overflow(t.size(d) - 1, t.stride(d), &reach) ||
+        __builtin_mul_overflow(reach, es, &reach)) {
+      return false;
+    }
+    if (__builtin_add_overflow(reach < 0 ? lo : hi, reach, reach < 0 ? &lo : &hi)) return false;
+  }
+  return true;
+}
+
+// The memory behind a tensor argument, before any kernel reads it: a view with
+// elements needs a data pointer, aligned to its element size (kernels load whole
+// elements), and -- when its extent is known -- shape and strides inside that extent.
+void check_memory(std::string_view op, std::string_view arg, const TensorView& t) {
+  for (const std::int64_t n : t.shape()) {
+    if (n == 0) return;  // no elements: the data pointer is never read
+  }
+  if (t.data() == nullptr) {
+    fail(op, fmt::format("{}.data", arg), "null",
+         fmt::format("a tensor with elements needs memory ({}, {} elements)", t.describe(), t.numel()));
+  }
+  const auto address = reinterpret_cast<std::uintptr_t>(t.data());
+  if (address % t.element_size() != 0) {
+    fail(op, fmt::format("{}.data", arg), fmt::format("{:#x}", address),
+         fmt::format("must be aligned to the element size of {} ({} bytes)", dtype_name(t.dtype()),
+                     t.element_size()));
+  }
+  if (!t.has_extent()) return;
+  std::int64_t lo = 0, hi = 0;
+  const std::int64_t start = static_cast<const char*>(t.data()) - static_cast<const char*>(t.extent_begin());
+  const auto value = [&] {
+    return fmt::format("{} with strides [{}]", t.describe(), fmt::join(t.strides(), ", "));
+  };
+  if (!byte_span(t, lo, hi) || __builtin_add_overflow(lo, start, &lo) ||
+      __builtin_add_overflow(hi, start, &hi)) {
+    fail(op, arg, value(), "its shape and strides address more than 2^63 bytes");
+  }
+  if (lo < 0 || hi > t.extent_bytes()) {
+    fail(op, arg, value(),
+         fmt::format("addresses bytes [{}, {}) of its buffer of {} bytes: the buffer is too small for the "
+                     "shape and strides",
+                     lo, hi, t.extent_bytes()));
+  }
+}
+
+}  // namespace
+
 void check_defined(std::string_view op, std::string_view arg, const TensorView& t) {
   require(t.defined(), op, arg, "(absent)", "a tensor is required");
+  check_memory(op, arg, t);
 }
 
 void check_dtype(std::string_view op, std::string_view arg, const TensorView& t, DType want) {

@@ -31,6 +31,10 @@ inline void require_v(bool ok, std::string_view op, std::string_view arg, const 
   if (!ok) fail(op, arg, fmt::format("{}", value), rule);
 }
 
+// A tensor is given, and its memory is usable: a view with elements has a non-null
+// data pointer aligned to its element size and, when its extent is known (an owning
+// Tensor's view, or one made with its size in bytes), addresses only bytes inside it.
+// Every check of a tensor argument below starts here.
 void check_defined(std::string_view op, std::string_view arg, const TensorView& t);
 void check_dtype(std::string_view op, std::string_view arg, const TensorView& t, DType want);
 void check_rank(std::string_view op, std::string_view arg, const TensorView& t, int rank);

@@ -51,6 +51,20 @@ TensorView::TensorView(void* data, DType dtype, std::span<const std::int64_t> sh
   }
 }
 
+TensorView::TensorView(void* data, std::size_t nbytes, DType dtype, std::span<const std::int64_t> shape,
+                       Device device)
+    : TensorView(data, dtype, shape, device) {
+  extent_begin_ = data;
+  extent_bytes_ = std::int64_t(nbytes);
+}
+
+TensorView::TensorView(void* data, std::size_t nbytes, DType dtype, std::span<const std::int64_t> shape,
+                       std::span<const std::int64_t> strides, Device device)
+    : TensorView(data, dtype, shape, strides, device) {
+  extent_begin_ = data;
+  extent_bytes_ = std::int64_t(nbytes);
+}
+
 int TensorView::wrap(int dim) const {
   const int d = dim < 0 ? dim + rank_ : dim;
   // Called for every size()/stride(): the message is only formatted on failure.
@@ -149,7 +163,7 @@ Tensor Tensor::empty(std::span<const std::int64_t> shape, DType dtype, Device de
   const int index = device.index;
   void* ptr = backend.allocate(bytes, index);
   t.storage_ = std::shared_ptr<void>(ptr, [&backend, index](void* p) { backend.deallocate(p, index); });
-  t.view_ = TensorView(ptr, dtype, shape, device);
+  t.view_ = TensorView(ptr, bytes, dtype, shape, device);
   return t;
 }
 

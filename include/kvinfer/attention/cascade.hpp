@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Multi-level cascade attention (SPEC §1, §4): requests that share KV prefixes
+// Multi-level cascade attention (docs/semantics.md §1, §4): requests that share KV prefixes
 // form a tree; each level holds one KV segment per subtree, attended once for all
 // the query rows of that subtree, and the levels' states are merged exactly.
 //

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Batch decode: one query row per request against a paged KV cache (SPEC §3-5).
+// Batch decode: one query row per request against a paged KV cache (docs/semantics.md §3-5).
 //
 //   BatchDecodeWithPagedKVCache w(Device::cpu());
 //   w.plan({.page_table = table, .num_qo_heads = 32, .num_kv_heads = 8, .head_dim = 128,

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Batch multi-head latent attention (MLA, DeepSeek) over a paged MLA cache (SPEC §1, §4):
+// Batch multi-head latent attention (MLA, DeepSeek) over a paged MLA cache (docs/semantics.md §1, §4):
 // every head attends the one shared latent KV (ckv + rotary kpe) of its request.
 //
 //   BatchMLAPagedAttention w(Device::cpu());

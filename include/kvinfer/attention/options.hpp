@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Options shared by every attention wrapper (SPEC §3): mask, window, soft cap,
+// Options shared by every attention wrapper (docs/semantics.md §3): mask, window, soft cap,
 // scale, positional encoding.
 #pragma once
 

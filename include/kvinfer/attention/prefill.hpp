@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Batch prefill: ragged queries against ragged or paged keys/values (SPEC §3-5).
+// Batch prefill: ragged queries against ragged or paged keys/values (docs/semantics.md §3-5).
 //
 //   BatchPrefillWithPagedKVCache w(Device::cpu());
 //   w.plan({.qo_indptr = qo_indptr, .page_table = table, .num_qo_heads = 32, .num_kv_heads = 8,

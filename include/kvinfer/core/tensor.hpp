@@ -1,6 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // TensorView: a non-owning, strided view of memory on one device (strides in
 // elements). Tensor: an owning buffer for programs and tests.
+//
+// What every operation checks of a tensor argument before touching its memory
+// (kvinfer::Error naming the argument): a view with elements has a non-null data
+// pointer, aligned to its element size, and lives on the device the operation runs on.
+// A view that knows its extent -- an owning Tensor's, one made with its size in bytes,
+// and every view derived from them (slice, select, unsqueeze, with_dtype) -- is also
+// checked to address only bytes inside that extent, whatever its shape and strides.
+// A view made from a raw pointer alone cannot be checked for that: kvinfer cannot know
+// how much memory lies behind the pointer, nor whether it really is on the device the
+// view names (a host pointer labelled cuda:0, or the reverse, is not detected), nor
+// that the memory is still alive. Give the size in bytes when it is known.
 #pragma once
 
 #include <array>
@@ -31,6 +42,14 @@ class TensorView {
   // Strided view; strides are in elements.
   TensorView(void* data, DType dtype, std::span<const std::int64_t> shape,
              std::span<const std::int64_t> strides, Device device = Device::cpu());
+  // Views of a buffer of `nbytes` bytes starting at `data`: operations check that the
+  // shape and strides stay inside it (see the top of this file).
+  TensorView(void* data, std::size_t nbytes, DType dtype, std::span<const std::int64_t> shape,
+             Device device = Device::cpu());
+  TensorView(void* data, std::size_t nbytes, DType dtype, Shape shape, Device device = Device::cpu())
+      : TensorView(data, nbytes, dtype, std::span<const std::int64_t>(shape.begin(), shape.size()), device) {}
+  TensorView(void* data, std::size_t nbytes, DType dtype, std::span<const std::int64_t> shape,
+             std::span<const std::int64_t> strides, Device device = Device::cpu());
 
   bool defined() const { return rank_ >= 0; }
   void* data() const { return data_; }
@@ -46,6 +65,10 @@ class TensorView {
   std::span<const std::int64_t> strides() const { return {strides_.data(), size_t(rank_ < 0 ? 0 : rank_)}; }
   std::int64_t numel() const;
   std::size_t element_size() const { return dtype_size(dtype_); }
+  // The buffer this view lies in, when known: [extent_begin(), extent_begin() + extent_bytes()).
+  bool has_extent() const { return extent_bytes_ >= 0; }
+  const void* extent_begin() const { return extent_begin_; }
+  std::int64_t extent_bytes() const { return extent_bytes_; }  // -1: unknown (a raw-pointer view)
   bool is_contiguous() const;
   // Only the last dimension must be contiguous everywhere in kvinfer.
   bool last_dim_contiguous() const { return rank_ <= 0 || shape_[rank_ - 1] <= 1 || strides_[rank_ - 1] == 1; }
@@ -71,6 +94,8 @@ class TensorView {
   int rank_ = -1;
   std::array<std::int64_t, kMaxRank> shape_{};
   std::array<std::int64_t, kMaxRank> strides_{};
+  const void* extent_begin_ = nullptr;
+  std::int64_t extent_bytes_ = -1;
 };
 
 // Owning, contiguous, move-only buffer on the CPU or (with the CUDA backend) a GPU.
