@@ -126,8 +126,9 @@ AttentionProblem AttentionPlan::check_problem(const PlanRequest& req) const {
                                                                        : capacity_->max_kv);
   }
   // A request's packed rows (tokens x group) are int32 rows of its work items.
-  require_v(std::int64_t(pr.max_qo_len) * pr.group_size() <= kInt32Max, op, "qo_indptr", pr.max_qo_len,
-            fmt::format("a request's query rows times the GQA group ({}) must fit in int32", pr.group_size()));
+  require_v(std::int64_t(pr.max_qo_len) * pr.group_size() <= kInt32Max, op,
+            capacity_ && req.max_qo_len < 0 ? "capacity.max_qo_tokens" : "qo_indptr", pr.max_qo_len,
+            later("a request's query rows times the GQA group ({}) must fit in int32", pr.group_size()));
   // A window at least as long as every request hides nothing: it is no window (so
   // that a window near INT32_MAX never enters the mask's int32 arithmetic). Any
   // other keeps i_pos - window_left within int32.

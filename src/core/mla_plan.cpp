@@ -114,8 +114,9 @@ MLAPlan::Checked MLAPlan::check_plan(const MLAPlanArgs& a) const {
   // chosen for the capacity's rows, so that every re-plan keeps it.
   if (capacity_) pr.max_qo_len = capacity_->max_qo_tokens;
   // A request's packed rows (tokens x heads) are int32 rows of its work items.
-  require_v(pr.max_qo_len * pr.num_heads <= std::numeric_limits<std::int32_t>::max(), kOp, "qo_indptr",
-            pr.max_qo_len, fmt::format("a request's query rows times num_heads ({}) must fit in int32", pr.num_heads));
+  require_v(pr.max_qo_len * pr.num_heads <= std::numeric_limits<std::int32_t>::max(), kOp,
+            capacity_ ? "capacity.max_qo_tokens" : "qo_indptr", pr.max_qo_len,
+            later("a request's query rows times num_heads ({}) must fit in int32", pr.num_heads));
   return c;
 }
 

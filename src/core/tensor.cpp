@@ -20,10 +20,18 @@ void check_shape(std::span<const std::int64_t> shape, DType dtype) {
   detail::require_v(dtype_size(dtype) != 0, kOp, "dtype", int(dtype), "must be one of the DType values");
   detail::require_v(shape.size() <= std::size_t(kMaxRank), kOp, "rank", shape.size(),
                     "at most 6 dimensions are supported");
+  std::int64_t elems = 1;
+  bool overflow = false;
   for (std::size_t d = 0; d < shape.size(); ++d) {
     // Runs for every view made: the message is only formatted on failure.
     if (shape[d] < 0)
       detail::fail(kOp, fmt::format("shape[{}]", d), std::to_string(shape[d]), "sizes must be non-negative");
+    overflow |= __builtin_mul_overflow(elems, shape[d], &elems);
+  }
+  // (Contiguous strides and numel() are products of the sizes.)
+  if (overflow && elems != 0) {
+    detail::fail(kOp, "shape", fmt::format("[{}]", fmt::join(shape, ", ")),
+                 "the number of elements must fit in int64");
   }
 }
 
@@ -32,11 +40,11 @@ void check_shape(std::span<const std::int64_t> shape, DType dtype) {
 TensorView::TensorView(void* data, DType dtype, std::span<const std::int64_t> shape, Device device)
     : data_(data), dtype_(dtype), device_(device), rank_(int(shape.size())) {
   check_shape(shape, dtype);
-  std::int64_t stride = 1;
+  std::uint64_t stride = 1;  // wraps only past a size-0 dim (check_shape), where strides do not matter
   for (int d = rank_ - 1; d >= 0; --d) {
     shape_[d] = shape[d];
-    strides_[d] = stride;
-    stride *= shape[d];
+    strides_[d] = std::int64_t(stride);
+    stride *= std::uint64_t(shape[d]);
   }
 }
 
@@ -67,9 +75,9 @@ int TensorView::wrap(int dim) const {
 
 std::int64_t TensorView::numel() const {
   if (rank_ < 0) return 0;
-  std::int64_t n = 1;
-  for (int d = 0; d < rank_; ++d) n *= shape_[d];
-  return n;
+  std::uint64_t n = 1;  // fits in int64 (check_shape), unless a size is 0: then it is 0
+  for (int d = 0; d < rank_; ++d) n *= std::uint64_t(shape_[d]);
+  return std::int64_t(n);
 }
 
 bool TensorView::is_contiguous() const {

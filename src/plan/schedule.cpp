@@ -242,11 +242,13 @@ void lay_out_requests(const ScheduleInput& in, const RequestShapes& r, std::int6
   s.requests.resize(batch);
   std::int64_t qo_begin = 0;
   bool any_split = false;
-  std::int64_t partial_rows = 0;
+  std::int64_t partial_rows = 0, items = 0;
   for (std::size_t b = 0; b < batch; ++b) {
     const std::int64_t chunks = std::max<std::int64_t>(1, ceil_div(r.eff_lens[b], chunk));
+    items = add_sat(items, mul_sat(r.tiles[b], chunks));
     if (chunks > 1) partial_rows = add_sat(partial_rows, mul_sat(chunks, in.qo_lens[b]));
   }
+  check_items(in, mul_sat(items, in.num_kv_heads), "query tiles x KV chunks x KV heads");
   // Partial rows are int32 on the device (RequestInfo::partial_begin).
   require_v(partial_rows <= std::numeric_limits<std::int32_t>::max(), in.op, "split.fixed_split_size",
             in.fixed_split_size,
