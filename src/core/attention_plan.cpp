@@ -25,10 +25,13 @@ bool is_supported_head_dim(std::int64_t d) {
   return d >= 16 && d <= kMaxHeadDim && d % 16 == 0;
 }
 
+constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
+
 }  // namespace
 
 AttentionPlan::AttentionPlan(Device device, KVLayout layout, std::optional<Capacity> capacity)
     : device_(device), layout_(layout), capacity_(capacity), workspace_(device, capacity.has_value()) {
+  check_kv_layout("attention", "kv_layout", layout);
   check_wrapper_device("attention", device);
   if (capacity) check_capacity("attention", *capacity);
   backend_ = &backend_for(device);
@@ -45,8 +48,12 @@ AttentionProblem AttentionPlan::check_problem(const PlanRequest& req) const {
   pr.nnz_kv = req.nnz_kv;
   pr.max_qo_len = req.qo_lens.empty() ? 0 : *std::max_element(req.qo_lens.begin(), req.qo_lens.end());
 
-  require_v(req.num_qo_heads > 0, op, "num_qo_heads", req.num_qo_heads, "must be positive");
-  require_v(req.num_kv_heads > 0, op, "num_kv_heads", req.num_kv_heads, "must be positive");
+  // Counts are range-checked before anything is multiplied by them.
+  const std::string heads_rule = fmt::format("must be in [1, {}]", kMaxHeads);
+  require_v(req.num_qo_heads > 0 && req.num_qo_heads <= kMaxHeads, op, "num_qo_heads", req.num_qo_heads,
+            heads_rule);
+  require_v(req.num_kv_heads > 0 && req.num_kv_heads <= kMaxHeads, op, "num_kv_heads", req.num_kv_heads,
+            heads_rule);
   if (req.num_qo_heads % req.num_kv_heads != 0) {
     fail(op, "num_qo_heads", std::to_string(req.num_qo_heads),
          fmt::format("must be a multiple of num_kv_heads ({})", req.num_kv_heads));
@@ -61,7 +68,8 @@ AttentionProblem AttentionPlan::check_problem(const PlanRequest& req) const {
   pr.head_dim_vo = req.head_dim_vo == 0 ? req.head_dim_qk : req.head_dim_vo;
   require_v(is_supported_head_dim(pr.head_dim_vo), op, "head_dim_vo", pr.head_dim_vo, dim_rule);
 
-  require_v(req.page_size >= 1, op, "page_size", req.page_size, "must be at least 1");
+  require_v(req.page_size >= 1 && req.page_size <= kInt32Max, op, "page_size", req.page_size,
+            "must be in [1, 2^31 - 1]");
   pr.page_size = req.page_size;
 
   require(is_half(req.q_dtype), op, "q_dtype", dtype_name(req.q_dtype), "must be float16 or bfloat16");
@@ -73,6 +81,7 @@ AttentionProblem AttentionPlan::check_problem(const PlanRequest& req) const {
   pr.o_dtype = req.o_dtype;
 
   const AttentionOptions& o = req.options;
+  check_options_enums(op, o);
   pr.mask_mode = o.mask_mode;
   if (o.mask_mode == MaskMode::kCustom) {
     require(req.custom_mask.defined(), op, "custom_mask", "(absent)",
@@ -83,7 +92,7 @@ AttentionProblem AttentionPlan::check_problem(const PlanRequest& req) const {
                                              : "a custom mask needs mask_mode = custom");
   }
   require_v(o.window_left >= -1, op, "options.window_left", o.window_left, "must be -1 (off) or >= 0");
-  pr.window_left = o.window_left;
+  pr.window_left = o.window_left;  // normalised below, once the longest request is known
   check_finite(op, "options.logits_soft_cap", o.logits_soft_cap, false, "must be finite and >= 0 (0: off)");
   pr.logits_soft_cap = o.logits_soft_cap;
   pr.sm_scale = o.sm_scale.value_or(1.0f / std::sqrt(float(pr.head_dim_qk)));
@@ -103,13 +112,30 @@ AttentionProblem AttentionPlan::check_problem(const PlanRequest& req) const {
   require_v(req.split.fixed_split_size == -1 || req.split.fixed_split_size > 0, op, "split.fixed_split_size",
             req.split.fixed_split_size, "must be -1 (automatic) or positive");
 
+  std::int64_t max_kv_len = 0;
+  for (const std::int32_t len : req.kv_lens) max_kv_len = std::max<std::int64_t>(max_kv_len, len);
   if (capacity_) {
-    // The lengths are checked against the capacity by make_schedule. Kernels are chosen for the capacity's longest request, not this batch's: every
-    // re-plan keeps the kernel, its tile and so the workspace layout and grid.
+    // The lengths are checked against the capacity by make_schedule. Kernels are
+    // chosen for the capacity's longest request, not this batch's: every re-plan
+    // keeps the kernel, its tile and so the workspace layout and grid.
     pr.max_qo_len =
         std::int32_t(std::min<std::int64_t>(req.max_qo_len >= 0 ? req.max_qo_len : capacity_->max_qo_tokens,
-                                            std::numeric_limits<std::int32_t>::max()));
+                                            kInt32Max));
+    // The capacity's longest request (capacity fields are < 2^31, so is page_size).
+    max_kv_len = std::min(kInt32Max, req.storage == KVStorage::kPaged ? capacity_->max_kv * pr.page_size
+                                                                       : capacity_->max_kv);
   }
+  // A request's packed rows (tokens x group) are int32 rows of its work items.
+  require_v(std::int64_t(pr.max_qo_len) * pr.group_size() <= kInt32Max, op,
+            capacity_ && req.max_qo_len < 0 ? "capacity.max_qo_tokens" : "qo_indptr", pr.max_qo_len,
+            later("a request's query rows times the GQA group ({}) must fit in int32", pr.group_size()));
+  // A window at least as long as every request hides nothing: it is no window (so
+  // that a window near INT32_MAX never enters the mask's int32 arithmetic). Any
+  // other keeps i_pos - window_left within int32.
+  if (pr.window_left >= max_kv_len) pr.window_left = -1;
+  require_v(pr.window_left < 0 || std::int64_t(pr.window_left) + pr.max_qo_len <= kInt32Max, op,
+            "options.window_left", o.window_left,
+            fmt::format("plus the longest request's query rows ({}) must fit in int32", pr.max_qo_len));
   return pr;
 }
 
@@ -154,13 +180,15 @@ WorkspaceSize AttentionPlan::workspace_size(const PlanRequest& req) const {
   return {s.layout.float_bytes, s.layout.int_bytes};
 }
 
-void AttentionPlan::plan(const PlanRequest& req) {
+AttentionPlan::Prepared AttentionPlan::prepare(const PlanRequest& req) const {
   const std::string_view op = req.op;
-  AttentionProblem pr = check_problem(req);
+  Prepared out;
+  out.op = op;
+  out.problem = check_problem(req);
+  const AttentionProblem& pr = out.problem;
 
   // The custom mask, packed per request with byte offsets (SPEC §2).
   std::vector<std::int64_t> mask_offsets;
-  custom_mask_ = {};
   if (pr.mask_mode == MaskMode::kCustom) {
     const TensorView& m = req.custom_mask;
     check_device(op, "custom_mask", m, device_);
@@ -181,51 +209,86 @@ void AttentionPlan::plan(const PlanRequest& req) {
       for (std::size_t i = 0; i < elems.size(); ++i)
         indptr_host.data_as<std::int32_t>()[i] = std::int32_t(elems[i]);
       Tensor indptr = device_.is_cpu() ? std::move(indptr_host) : indptr_host.to(device_);
-      SegmentPacked packed = segment_packbits(m, indptr, BitOrder::kLittle);
-      // The packed mask lives in a buffer that re-plans reuse while it is large enough:
-      // a CUDA graph captured from run() holds its address.
-      const std::int64_t bytes = packed.data.numel();
-      if (!custom_mask_packed_.defined() || custom_mask_packed_.numel() < bytes) {
-        custom_mask_packed_ = Tensor::empty({std::max<std::int64_t>(bytes, 1)}, DType::kU8, device_);
-      }
-      custom_mask_ = custom_mask_packed_.view().slice(0, 0, bytes);
-      copy(custom_mask_, packed.data);
+      out.mask_packed = std::move(segment_packbits(m, indptr, BitOrder::kLittle).data);
     } else {
       require_v(
           m.size(0) == mask_offsets.back(), op, "custom_mask.shape[0]", m.size(0),
           fmt::format("a packed mask has sum(ceil(qo_len * kv_len / 8)) = {} bytes (each request padded "
                       "to a whole byte)",
                       mask_offsets.back()));
-      custom_mask_ = m;  // the caller's buffer (its address is the caller's to keep)
+      out.caller_mask = m;  // the caller's buffer (its address is the caller's to keep)
     }
   }
 
-  KernelKey kernel;
-  Schedule s = make_plan_schedule(req, pr, mask_offsets, &kernel);
+  out.schedule = make_plan_schedule(req, pr, mask_offsets, &out.kernel);
+  if (pr.pos_encoding == PosEncoding::kAlibi) {
+    out.alibi_slopes =
+        req.options.alibi_slopes.empty() ? alibi_slopes(int(pr.num_qo_heads)) : req.options.alibi_slopes;
+  }
+  out.kv_indices = req.kv_indices;
+  return out;
+}
 
-  workspace_.upload(op, s, pr.batch_size, pr.nnz_q);
+void AttentionPlan::check_workspace(const Prepared& p) const {
+  workspace_.check_fits(p.op, p.schedule.layout);
+}
+
+void AttentionPlan::commit(Prepared&& p) {
+  const std::string_view op = p.op;
+  const AttentionProblem& pr = p.problem;
+  // From here on the buffers run() reads change: until they all hold the new plan,
+  // there is none (a failure below leaves run() throwing, never a mixed plan).
+  planned_ = false;
+  custom_mask_ = {};
+  if (p.mask_packed.defined()) {
+    // The packed mask lives in a buffer that re-plans reuse while it is large enough:
+    // a CUDA graph captured from run() holds its address.
+    const std::int64_t bytes = p.mask_packed.numel();
+    if (!custom_mask_packed_.defined() || custom_mask_packed_.numel() < bytes) {
+      custom_mask_packed_ = Tensor();
+      custom_mask_packed_ = Tensor::empty({std::max<std::int64_t>(bytes, 1)}, DType::kU8, device_);
+    }
+    custom_mask_ = custom_mask_packed_.view().slice(0, 0, bytes);
+    copy(custom_mask_, p.mask_packed);
+  } else if (p.caller_mask.defined()) {
+    custom_mask_ = p.caller_mask;
+  }
+
+  workspace_.upload(op, p.schedule, pr.batch_size, pr.nnz_q);
 
   if (pr.pos_encoding == PosEncoding::kAlibi) {
-    std::vector<float> slopes =
-        req.options.alibi_slopes.empty() ? alibi_slopes(int(pr.num_qo_heads)) : req.options.alibi_slopes;
     // Reused across re-plans with the same head count (a captured CUDA graph holds its address).
     if (!alibi_slopes_.defined() || alibi_slopes_.numel() != pr.num_qo_heads) {
       alibi_slopes_ = Tensor::empty({pr.num_qo_heads}, DType::kF32, device_);
     }
-    copy(alibi_slopes_, TensorView(slopes.data(), DType::kF32, {pr.num_qo_heads}));
+    copy(alibi_slopes_, TensorView(p.alibi_slopes.data(), DType::kF32, {pr.num_qo_heads}));
   }
-  kv_indices_ = req.kv_indices;
+  kv_indices_ = p.kv_indices;
   problem_ = pr;
-  kernel_ = kernel;
-  schedule_ = std::move(s);
+  kernel_ = p.kernel;
+  schedule_ = std::move(p.schedule);
   planned_ = true;
+}
+
+void AttentionPlan::commit_into(Prepared&& p, const TensorView& float_buffer, const TensorView& int_buffer) {
+  planned_ = false;  // the plan in place is not in the new buffers
+  workspace_.use_buffers(p.op, float_buffer, int_buffer, nullptr);
+  commit(std::move(p));
+}
+
+void AttentionPlan::plan(const PlanRequest& req) {
+  Prepared p = prepare(req);
+  check_workspace(p);
+  commit(std::move(p));
 }
 
 void AttentionPlan::reset_workspace_buffer(std::string_view op, const TensorView& float_buffer,
                                            const TensorView& int_buffer) {
   if (workspace_.use_buffers(op, float_buffer, int_buffer, planned_ ? &schedule_.layout : nullptr) &&
       planned_) {
+    planned_ = false;  // until the schedule is in the new buffer
     workspace_.upload(op, schedule_, problem_.batch_size, problem_.nnz_q);
+    planned_ = true;
   }
 }
 
@@ -262,11 +325,11 @@ void AttentionPlan::check_run(std::string_view op, const TensorView& q, const Te
 
   const bool nhd = layout_ == KVLayout::kNHD;
   const bool paged = pr.storage == KVStorage::kPaged;
-  for (auto [name, t, dim] : {std::tuple{"k", &k, pr.head_dim_qk}, std::tuple{"v", &v, pr.head_dim_vo}}) {
-    const std::string n = paged ? fmt::format("paged_kv_cache.{}", name) : std::string(name);
-    const std::string_view why_dim = dim == pr.head_dim_qk && std::string_view(name) == "k"
-                                         ? "head_dim_qk of the plan"
-                                         : "head_dim_vo of the plan";
+  // (Names as literals: run() allocates nothing, not even for a name.)
+  for (auto [name, t, dim] : {std::tuple{std::string_view(paged ? "paged_kv_cache.k" : "k"), &k, pr.head_dim_qk},
+                              std::tuple{std::string_view(paged ? "paged_kv_cache.v" : "v"), &v, pr.head_dim_vo}}) {
+    const std::string_view n = name;
+    const std::string_view why_dim = t == &k ? "head_dim_qk of the plan" : "head_dim_vo of the plan";
     if (!paged) {
       check_rank(op, n, *t, 3);
       check_size(op, n, *t, nhd ? 0 : 1, pr.nnz_kv, "kv_indptr[batch_size] of the plan");
@@ -282,8 +345,13 @@ void AttentionPlan::check_run(std::string_view op, const TensorView& q, const Te
     check_last_dim_contiguous(op, n, *t);
   }
 
-  // Page ids are read by run(): checked on the CPU always, on a GPU in checked mode.
-  if (pr.storage == KVStorage::kPaged) check_page_ids(op, kv_indices_, pr.nnz_kv, k.size(0));
+  // Page ids are read by run(): checked on the CPU always, on a GPU in checked mode,
+  // against the pages of both k and v (a pair of views need not have as many).
+  if (pr.storage == KVStorage::kPaged) {
+    const bool v_shorter = v.size(0) < k.size(0);
+    check_page_ids(op, kv_indices_, pr.nnz_kv, v_shorter ? v.size(0) : k.size(0),
+                   v_shorter ? "pages in paged_kv_cache.v" : "pages in paged_kv_cache.k");
+  }
 }
 
 void AttentionPlan::run(std::string_view op, const TensorView& q, const TensorView& k, const TensorView& v,

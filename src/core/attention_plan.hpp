@@ -11,6 +11,7 @@
 #include "core/attention_params.hpp"
 #include "core/workspace.hpp"
 #include "kvinfer/attention/options.hpp"
+#include "kvinfer/attention/prefill.hpp"
 #include "kvinfer/attention/run_options.hpp"
 #include "kvinfer/layout/paged_kv_cache.hpp"
 #include "plan/schedule.hpp"
@@ -36,8 +37,24 @@ struct PlanRequest {
   std::int64_t max_qo_len = -1;  // rows of one request when fixed by the wrapper (decode: 1)
 };
 
+// A plan in two steps, so that plan() is atomic: prepare() checks the arguments and
+// makes the schedule without touching the plan in place (a bad argument leaves it
+// as it was), commit() writes the device buffers run() reads. A commit that fails
+// (out of memory) drops the plan: run() then throws until the next plan().
 class AttentionPlan {
  public:
+  // Everything a plan needs, checked, before it is written to the device.
+  struct Prepared {
+    std::string_view op;
+    AttentionProblem problem;
+    KernelKey kernel;
+    Schedule schedule;
+    TensorView kv_indices;
+    Tensor mask_packed;      // a boolean custom mask packed (on the device), or absent
+    TensorView caller_mask;  // the caller's packed mask, or absent
+    std::vector<float> alibi_slopes;
+  };
+
   AttentionPlan(Device device, KVLayout layout, std::optional<Capacity> capacity);
 
   Device device() const { return device_; }
@@ -48,6 +65,13 @@ class AttentionPlan {
 
   WorkspaceSize workspace_size(const PlanRequest& req) const;
   void plan(const PlanRequest& req);
+  Prepared prepare(const PlanRequest& req) const;
+  // Throws when the prepared schedule does not fit the workspace buffers in use.
+  void check_workspace(const Prepared& p) const;
+  void commit(Prepared&& p);
+  // commit() into the given workspace buffers (the cascade's parts of its caller's
+  // buffers, checked to fit by the caller), in place of those in use.
+  void commit_into(Prepared&& p, const TensorView& float_buffer, const TensorView& int_buffer);
   // The caller's workspace buffers (absent: the plan's own); see PlanWorkspace.
   void reset_workspace_buffer(std::string_view op, const TensorView& float_buffer,
                               const TensorView& int_buffer);
@@ -83,5 +107,9 @@ class AttentionPlan {
   Tensor alibi_slopes_;        // float32 [Hq] on the device
   PlanWorkspace workspace_;
 };
+
+// The PlanRequest of BatchPrefillWithPagedKVCache (attention_wrappers.cpp), which the
+// cascade's levels share.
+PlanRequest paged_prefill_request(const PagedPrefillPlanArgs& args, Device device);
 
 }  // namespace kvinfer::detail

@@ -3,6 +3,8 @@
 // PlanRequest (checking the host index arrays) and forwards to AttentionPlan.
 #include <fmt/format.h>
 
+#include <limits>
+
 #include "core/attention_plan.hpp"
 #include "core/check.hpp"
 #include "core/page_table.hpp"
@@ -33,7 +35,8 @@ void fill_paged(PlanRequest& req, const PageTable& table, std::int64_t page_size
   detail::check_host_index_array(op, "kv_last_page_len", table.last_page_len, batch);
   detail::check_index_array(op, "kv_indices", table.indices);
   detail::check_device(op, "kv_indices", table.indices, device);
-  detail::require_v(page_size >= 1, op, "page_size", page_size, "must be at least 1");
+  detail::require_v(page_size >= 1 && page_size <= std::numeric_limits<std::int32_t>::max(), op, "page_size",
+                    page_size, "must be in [1, 2^31 - 1]");
   const auto* indptr = table.indptr.data_as<const std::int32_t>();
   req.kv_lens = detail::kv_lens_from_last_page_len(op, indptr, table.last_page_len.data_as<const std::int32_t>(),
                                                    batch, page_size);
@@ -75,7 +78,10 @@ PlanRequest ragged_request(const RaggedPrefillPlanArgs& a) {
   return req;
 }
 
-PlanRequest paged_request(const PagedPrefillPlanArgs& a, Device device) {
+}  // namespace
+
+namespace detail {
+PlanRequest paged_prefill_request(const PagedPrefillPlanArgs& a, Device device) {
   PlanRequest req;
   req.op = kPagedOp;
   req.qo_lens = detail::host_lengths(kPagedOp, "qo_indptr", a.qo_indptr, -1);
@@ -87,6 +93,9 @@ PlanRequest paged_request(const PagedPrefillPlanArgs& a, Device device) {
   req.custom_mask = a.custom_mask;
   return req;
 }
+}  // namespace detail
+
+namespace {
 
 PlanRequest decode_request(const DecodePlanArgs& a, Device device) {
   PlanRequest req;
@@ -135,19 +144,19 @@ BatchPrefillWithPagedKVCache& BatchPrefillWithPagedKVCache::operator=(BatchPrefi
     default;
 
 WorkspaceSize BatchPrefillWithPagedKVCache::workspace_size(const PagedPrefillPlanArgs& args) const {
-  return impl_->workspace_size(paged_request(args, impl_->device()));
+  return impl_->workspace_size(detail::paged_prefill_request(args, impl_->device()));
 }
 void BatchPrefillWithPagedKVCache::reset_workspace_buffer(const TensorView& float_workspace_buffer,
                                     const TensorView& int_workspace_buffer) {
   impl_->reset_workspace_buffer(kPagedOp, float_workspace_buffer, int_workspace_buffer);
 }
 void BatchPrefillWithPagedKVCache::plan(const PagedPrefillPlanArgs& args) {
-  impl_->plan(paged_request(args, impl_->device()));
+  impl_->plan(detail::paged_prefill_request(args, impl_->device()));
 }
 void BatchPrefillWithPagedKVCache::run(const TensorView& q, const PagedKVCache& cache, const TensorView& out,
                                        const RunOptions& options) const {
   detail::require(cache.layout == impl_->layout(), kPagedOp, "paged_kv_cache.layout", kv_layout_name(cache.layout),
-                  fmt::format("must be the wrapper's layout ({})", kv_layout_name(impl_->layout())));
+                  detail::later("must be the wrapper's layout ({})", kv_layout_name(impl_->layout())));
   impl_->run(kPagedOp, q, cache.k, cache.v, out, options);
 }
 
@@ -172,7 +181,7 @@ void BatchDecodeWithPagedKVCache::plan(const DecodePlanArgs& args) {
 void BatchDecodeWithPagedKVCache::run(const TensorView& q, const PagedKVCache& cache, const TensorView& out,
                                       const RunOptions& options) const {
   detail::require(cache.layout == impl_->layout(), kDecodeOp, "paged_kv_cache.layout", kv_layout_name(cache.layout),
-                  fmt::format("must be the wrapper's layout ({})", kv_layout_name(impl_->layout())));
+                  detail::later("must be the wrapper's layout ({})", kv_layout_name(impl_->layout())));
   impl_->run(kDecodeOp, q, cache.k, cache.v, out, options);
 }
 

@@ -6,13 +6,20 @@
 // typically a bandwidth-bound decode over each request's own pages, the one before
 // a tensor-core bound attention of all requests' queries to a shared prefix, and
 // the two use different parts of the device.
+//
+// A plan is atomic over the levels: every level is checked and scheduled first
+// (AttentionPlan::prepare), and only then are the levels' buffers written, so that
+// a bad argument at any level leaves the whole previous plan in place; a failure
+// while writing (out of memory) leaves no plan, and run() throws.
 #include "kvinfer/attention/cascade.hpp"
 
 #include <fmt/format.h>
 
 #include <memory>
 
+#include "core/attention_plan.hpp"
 #include "core/check.hpp"
+#include "core/workspace.hpp"
 #include "core/stream_fork.hpp"
 #include "kvinfer/attention/prefill.hpp"
 #include "kvinfer/ops/merge.hpp"
@@ -20,11 +27,13 @@
 namespace kvinfer {
 namespace {
 constexpr std::string_view kOp = "MultiLevelCascadeAttention";
+constexpr std::string_view kLevelOp = "BatchPrefillWithPagedKVCache";  // what a level's errors name
 }
 
 struct MultiLevelCascadeAttention::Impl {
   Device device;
-  std::vector<BatchPrefillWithPagedKVCache> levels;
+  KVLayout layout = KVLayout::kNHD;
+  std::vector<std::unique_ptr<detail::AttentionPlan>> levels;
   std::vector<Capacity> capacities;
   std::int64_t nnz_q = 0, num_qo_heads = 0, head_dim = 0;
   DType o_dtype = DType::kBF16;
@@ -37,7 +46,11 @@ struct MultiLevelCascadeAttention::Impl {
   // The caller's workspace buffers, shared out among the levels at each plan.
   TensorView float_workspace, int_workspace;
 
-  void assign_workspace(const std::vector<PagedPrefillPlanArgs>& level_args);
+  // The caller's buffers cut into one part per level of `prepared` (checked to fit).
+  struct Parts {
+    std::vector<TensorView> float_parts, int_parts;
+  };
+  Parts workspace_parts(const std::vector<detail::AttentionPlan::Prepared>& prepared) const;
 };
 
 namespace {
@@ -52,38 +65,40 @@ std::size_t align_up(std::size_t x) {
 // run one after another and share theirs. Each level's plan needs its own int part.
 }  // namespace
 
-void MultiLevelCascadeAttention::Impl::assign_workspace(const std::vector<PagedPrefillPlanArgs>& level_args) {
-  Impl& m = *this;
-  const std::size_t levels = m.levels.size();
-  std::vector<WorkspaceSize> sizes;
+MultiLevelCascadeAttention::Impl::Parts MultiLevelCascadeAttention::Impl::workspace_parts(
+    const std::vector<detail::AttentionPlan::Prepared>& prepared) const {
+  const std::size_t num_levels = prepared.size();
   std::size_t float_shared = 0, int_total = 0;
-  for (std::size_t l = 0; l < levels; ++l) {
-    sizes.push_back(m.levels[l].workspace_size(level_args[l]));
-    if (l + 1 < levels) float_shared = std::max(float_shared, align_up(sizes[l].float_bytes));
-    int_total += align_up(sizes[l].int_bytes);
+  for (std::size_t l = 0; l < num_levels; ++l) {
+    const detail::WorkspaceLayout& ws = prepared[l].schedule.layout;
+    if (l + 1 < num_levels) float_shared = std::max(float_shared, align_up(ws.float_bytes));
+    int_total += align_up(ws.int_bytes);
   }
-  const std::size_t float_last = align_up(sizes.back().float_bytes);
+  const std::size_t float_last = align_up(prepared.back().schedule.layout.float_bytes);
   const auto check = [](const TensorView& buffer, std::string_view name, std::size_t need) {
     if (!buffer.defined()) return;
     const std::size_t have = std::size_t(buffer.numel()) * buffer.element_size();
     detail::require(have >= need, kOp, name, fmt::format("{} bytes", have),
                     fmt::format("the plan needs {} bytes (one part per level)", need));
   };
-  check(m.float_workspace, "float_workspace_buffer", float_last + float_shared);
-  check(m.int_workspace, "int_workspace_buffer", int_total);
+  check(float_workspace, "float_workspace_buffer", float_last + float_shared);
+  check(int_workspace, "int_workspace_buffer", int_total);
   const auto part = [](const TensorView& buffer, std::size_t begin, std::size_t bytes) {
     if (!buffer.defined()) return TensorView();
     return TensorView(static_cast<std::uint8_t*>(buffer.data()) + begin, DType::kU8,
                       {std::int64_t(std::max<std::size_t>(bytes, 1))}, buffer.device());
   };
+  Parts parts;
   std::size_t int_offset = 0;
-  for (std::size_t l = 0; l < levels; ++l) {
-    const bool last = l + 1 == levels;
-    m.levels[l].reset_workspace_buffer(
-        last ? part(m.float_workspace, 0, float_last) : part(m.float_workspace, float_last, float_shared),
-        part(m.int_workspace, int_offset, align_up(sizes[l].int_bytes)));
-    int_offset += align_up(sizes[l].int_bytes);
+  for (std::size_t l = 0; l < num_levels; ++l) {
+    const bool last = l + 1 == num_levels;
+    const std::size_t int_bytes = align_up(prepared[l].schedule.layout.int_bytes);
+    parts.float_parts.push_back(last ? part(float_workspace, 0, float_last)
+                                     : part(float_workspace, float_last, float_shared));
+    parts.int_parts.push_back(part(int_workspace, int_offset, int_bytes));
+    int_offset += int_bytes;
   }
+  return parts;
 }
 
 MultiLevelCascadeAttention::MultiLevelCascadeAttention(int num_levels, Device device, KVLayout kv_layout,
@@ -94,10 +109,11 @@ MultiLevelCascadeAttention::MultiLevelCascadeAttention(int num_levels, Device de
                     "capacities.size()", capacities.size(),
                     fmt::format("must be 0 or num_levels ({})", num_levels));
   impl_->device = device;
+  impl_->layout = kv_layout;
   impl_->capacities = capacities;
   for (int l = 0; l < num_levels; ++l) {
-    impl_->levels.emplace_back(device, kv_layout,
-                               capacities.empty() ? std::nullopt : std::optional<Capacity>(capacities[l]));
+    impl_->levels.push_back(std::make_unique<detail::AttentionPlan>(
+        device, kv_layout, capacities.empty() ? std::nullopt : std::optional<Capacity>(capacities[l])));
   }
 }
 MultiLevelCascadeAttention::~MultiLevelCascadeAttention() = default;
@@ -146,23 +162,54 @@ void MultiLevelCascadeAttention::plan(const CascadePlanArgs& args) {
                           .o_dtype = args.o_dtype,
                           .split = args.split});
   }
-  if (m.float_workspace.defined() || m.int_workspace.defined()) m.assign_workspace(level_args);
-  for (std::int64_t l = 0; l < num_levels; ++l) m.levels[l].plan(level_args[l]);
+  // Every level checked and scheduled before any is written.
+  std::vector<detail::AttentionPlan::Prepared> prepared;
+  for (std::int64_t l = 0; l < num_levels; ++l) {
+    prepared.push_back(m.levels[l]->prepare(detail::paged_prefill_request(level_args[l], m.device)));
+  }
+  const bool caller_buffers = m.float_workspace.defined() || m.int_workspace.defined();
+  Impl::Parts parts;
+  if (caller_buffers) {
+    parts = m.workspace_parts(prepared);
+  } else {
+    for (std::int64_t l = 0; l < num_levels; ++l) m.levels[l]->check_workspace(prepared[l]);
+  }
 
   // Scratch buffers: sized by the capacity in CUDA-graph mode so that they never move.
   const std::int64_t rows = m.capacities.empty() ? nnz_q : m.capacities.back().max_qo_tokens;
+  const auto fits = [&](const Tensor& t, std::initializer_list<std::int64_t> shape, DType dtype) {
+    return t.defined() && t.dtype() == dtype && t.size(0) >= *shape.begin() &&
+           std::equal(shape.begin() + 1, shape.end(), t.view().shape().begin() + 1);
+  };
+  const std::initializer_list<std::int64_t> o_shape{rows, args.num_qo_heads, args.head_dim};
+  const std::initializer_list<std::int64_t> lse_shape{rows, args.num_qo_heads};
+  if (num_levels > 1 && !m.capacities.empty()) {
+    for (auto [t, shape, dtype] : {std::tuple{&m.scratch_o, o_shape, args.o_dtype},
+                                   std::tuple{&m.scratch_lse, lse_shape, DType::kF32},
+                                   std::tuple{&m.out_lse, lse_shape, DType::kF32}}) {
+      detail::require(!t->defined() || fits(*t, shape, dtype), kOp, "capacities", "scratch",
+                      "a fixed-capacity cascade must not reallocate its scratch buffers");
+    }
+  }
+
+  // The levels' buffers are written: until all hold the new plan there is none.
+  m.planned = false;
+  for (std::int64_t l = 0; l < num_levels; ++l) {
+    if (caller_buffers) {
+      m.levels[l]->commit_into(std::move(prepared[l]), parts.float_parts[l], parts.int_parts[l]);
+    } else {
+      m.levels[l]->commit(std::move(prepared[l]));
+    }
+  }
   const auto ensure = [&](Tensor& t, std::initializer_list<std::int64_t> shape, DType dtype) {
-    const bool same = t.defined() && t.dtype() == dtype && t.size(0) >= *shape.begin() &&
-                      std::equal(shape.begin() + 1, shape.end(), t.view().shape().begin() + 1);
-    if (same) return;
-    detail::require(m.capacities.empty() || !t.defined(), kOp, "capacities", "scratch",
-                    "a fixed-capacity cascade must not reallocate its scratch buffers");
+    if (fits(t, shape, dtype)) return;
+    t = Tensor();
     t = Tensor::empty(shape, dtype, m.device);
   };
   if (num_levels > 1) {
-    ensure(m.scratch_o, {rows, args.num_qo_heads, args.head_dim}, args.o_dtype);
-    ensure(m.scratch_lse, {rows, args.num_qo_heads}, DType::kF32);
-    ensure(m.out_lse, {rows, args.num_qo_heads}, DType::kF32);
+    ensure(m.scratch_o, o_shape, args.o_dtype);
+    ensure(m.scratch_lse, lse_shape, DType::kF32);
+    ensure(m.out_lse, lse_shape, DType::kF32);
   }
   if (num_levels > 1 && m.device.is_cuda() && !m.fork)
     m.fork = std::make_unique<detail::StreamFork>(m.device);
@@ -181,11 +228,13 @@ void MultiLevelCascadeAttention::reset_workspace_buffer(const TensorView& float_
     if (!t->defined()) continue;
     detail::check_device(kOp, name, *t, m.device);
     detail::require(t->is_contiguous(), kOp, name, t->describe(), "must be contiguous");
+    detail::require(reinterpret_cast<std::uintptr_t>(t->data()) % detail::kWorkspaceAlign == 0, kOp, name,
+                    t->describe(), fmt::format("must be {}-byte aligned", detail::kWorkspaceAlign));
   }
   m.float_workspace = float_workspace_buffer;
   m.int_workspace = int_workspace_buffer;
   if (!float_workspace_buffer.defined() && !int_workspace_buffer.defined()) {
-    for (auto& level : m.levels) level.reset_workspace_buffer({}, {});
+    for (auto& level : m.levels) level->reset_workspace_buffer(kLevelOp, {}, {});
   }
   m.planned = false;  // the levels' parts are assigned by the next plan
 }
@@ -194,9 +243,14 @@ void MultiLevelCascadeAttention::run(const TensorView& q, const PagedKVCache& ca
                                      const RunOptions& options) const {
   const Impl& m = *impl_;
   detail::require(m.planned, kOp, "plan", "(none)", "run() needs a successful plan() first");
+  detail::require(cache.layout == m.layout, kOp, "paged_kv_cache.layout", kv_layout_name(cache.layout),
+                  detail::later("must be the wrapper's layout ({})", kv_layout_name(m.layout)));
   const auto num_levels = std::int64_t(m.levels.size());
+  const auto run_level = [&](std::int64_t l, const TensorView& o, const RunOptions& opts) {
+    m.levels[l]->run(kLevelOp, q, cache.k, cache.v, o, opts);
+  };
   if (num_levels == 1) {
-    m.levels[0].run(q, cache, out, options);
+    run_level(0, out, options);
     return;
   }
   const TensorView lse = options.lse.defined() ? options.lse : m.out_lse.view().slice(0, 0, m.nnz_q);
@@ -211,8 +265,8 @@ void MultiLevelCascadeAttention::run(const TensorView& q, const PagedKVCache& ca
   level.lse = scratch_lse;
   if (m.fork) last.stream = m.fork->fork(options.stream);
   try {
-    m.levels.back().run(q, cache, out, last);
-    m.levels[num_levels - 2].run(q, cache, scratch_o, level);
+    run_level(num_levels - 1, out, last);
+    run_level(num_levels - 2, scratch_o, level);
   } catch (...) {
     if (m.fork) m.fork->join(options.stream);
     throw;
@@ -220,7 +274,7 @@ void MultiLevelCascadeAttention::run(const TensorView& q, const PagedKVCache& ca
   if (m.fork) m.fork->join(options.stream);
   merge_state_in_place(out, lse, scratch_o, scratch_lse, {}, options.stream);
   for (std::int64_t l = num_levels - 3; l >= 0; --l) {
-    m.levels[l].run(q, cache, scratch_o, level);
+    run_level(l, scratch_o, level);
     merge_state_in_place(out, lse, scratch_o, scratch_lse, {}, options.stream);
   }
 }

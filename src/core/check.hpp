@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 
 #include "kvinfer/core/error.hpp"
 #include "kvinfer/core/tensor.hpp"
@@ -19,16 +21,46 @@ namespace kvinfer::detail {
   throw Error(op, arg, value, rule);
 }
 
+// A message formatted only if a check fails: the checks of run() pass without
+// allocating (run() allocates nothing), where fmt::format(...) as an argument would
+// format it every time. later(...) takes fmt::format's arguments; they must outlive
+// the check (temporaries of the calling expression do).
+template <class... Args>
+class Later {
+ public:
+  Later(fmt::format_string<Args...> format, const Args&... args) : format_(format), args_(args...) {}
+  std::string str() const {
+    return std::apply([this](const Args&... a) { return fmt::vformat(format_, fmt::make_format_args(a...)); },
+                      args_);
+  }
+
+ private:
+  fmt::string_view format_;  // checked against Args at compile time by the constructor
+  std::tuple<const Args&...> args_;
+};
+template <class... Args>
+Later<Args...> later(fmt::format_string<std::type_identity_t<Args>...> format, const Args&... args) {
+  return Later<Args...>(format, args...);
+}
+
+inline std::string_view text(std::string_view s) { return s; }
+template <class... Args>
+std::string text(const Later<Args...>& s) {
+  return s.str();
+}
+
+// `rule` is a string or a later(...).
+template <class Rule = std::string_view>
 inline void require(bool ok, std::string_view op, std::string_view arg, std::string_view value,
-                    std::string_view rule) {
-  if (!ok) fail(op, arg, value, rule);
+                    const Rule& rule) {
+  if (!ok) fail(op, arg, value, text(rule));
 }
 
 // Lazily formatted variant for the hot paths of validation loops.
-template <class Value>
+template <class Value, class Rule = std::string_view>
 inline void require_v(bool ok, std::string_view op, std::string_view arg, const Value& value,
-                      std::string_view rule) {
-  if (!ok) fail(op, arg, fmt::format("{}", value), rule);
+                      const Rule& rule) {
+  if (!ok) fail(op, arg, fmt::format("{}", value), text(rule));
 }
 
 // A tensor is given, and its memory is usable: a view with elements has a non-null
@@ -42,6 +74,11 @@ void check_device(std::string_view op, std::string_view arg, const TensorView& t
 void check_last_dim_contiguous(std::string_view op, std::string_view arg, const TensorView& t);
 void check_size(std::string_view op, std::string_view arg, const TensorView& t, int dim,
                 std::int64_t want, std::string_view why);
+template <class... Args>
+void check_size(std::string_view op, std::string_view arg, const TensorView& t, int dim, std::int64_t want,
+                const Later<Args...>& why) {
+  if (t.size(dim) != want) check_size(op, arg, t, dim, want, std::string_view(why.str()));
+}
 
 // An index array (indptr, indices, last_page_len, positions): int32, rank 1,
 // contiguous. `length` < 0 skips the length check.

@@ -12,9 +12,10 @@ MLACache MLACache::combined(const TensorView& cache, std::int64_t head_dim_ckv) 
   constexpr std::string_view op = "MLACache::combined";
   detail::check_rank(op, "mla_cache", cache, 3);
   const std::int64_t width = cache.size(2);
-  detail::require_v(
-      head_dim_ckv >= 1 && head_dim_ckv <= width, op, "head_dim_ckv", head_dim_ckv,
-      fmt::format("must be in [1, {}] (the last dim of mla_cache {})", width, cache.shape_string()));
+  if (head_dim_ckv < 1 || head_dim_ckv > width) {  // formatted only on failure: made on every run()
+    detail::fail(op, "head_dim_ckv", std::to_string(head_dim_ckv),
+                 fmt::format("must be in [1, {}] (the last dim of mla_cache {})", width, cache.shape_string()));
+  }
   MLACache out;
   out.ckv = cache.slice(2, 0, head_dim_ckv);
   // Without a rotary part there is no kpe at all, rather than an empty view.
@@ -38,17 +39,25 @@ void validate_mla_cache(std::string_view op, const MLACache& cache) {
   detail::require(is_float(ckv.dtype()), op, "ckv_cache.dtype", dtype_name(ckv.dtype()),
                   "an MLA cache holds float32, float16, bfloat16, float8_e4m3 or float8_e5m2");
   detail::check_last_dim_contiguous(op, "ckv_cache", ckv);
-  detail::require_v(ckv.size(1) >= 1, op, "page_size", ckv.size(1),
-                    fmt::format("must be >= 1 (dim 1 of ckv_cache {})", ckv.shape_string()));
-  detail::require_v(ckv.size(2) >= 1, op, "head_dim_ckv", ckv.size(2),
-                    fmt::format("must be >= 1 (dim 2 of ckv_cache {})", ckv.shape_string()));
+  // Messages are formatted only on failure: run() checks its cache with this, and
+  // allocates nothing.
+  if (ckv.size(1) < 1) {
+    detail::fail(op, "page_size", std::to_string(ckv.size(1)),
+                 fmt::format("must be >= 1 (dim 1 of ckv_cache {})", ckv.shape_string()));
+  }
+  if (ckv.size(2) < 1) {
+    detail::fail(op, "head_dim_ckv", std::to_string(ckv.size(2)),
+                 fmt::format("must be >= 1 (dim 2 of ckv_cache {})", ckv.shape_string()));
+  }
   if (!cache.kpe.defined()) return;
   const TensorView& kpe = cache.kpe;
   detail::check_rank(op, "kpe_cache", kpe, 3);
   detail::require(kpe.dtype() == ckv.dtype(), op, "kpe_cache.dtype", dtype_name(kpe.dtype()),
-                  fmt::format("must equal ckv_cache.dtype ({})", dtype_name(ckv.dtype())));
-  detail::require(kpe.device() == ckv.device(), op, "kpe_cache.device", to_string(kpe.device()),
-                  fmt::format("must equal ckv_cache.device ({})", to_string(ckv.device())));
+                  detail::later("must equal ckv_cache.dtype ({})", dtype_name(ckv.dtype())));
+  if (kpe.device() != ckv.device()) {
+    detail::fail(op, "kpe_cache.device", to_string(kpe.device()),
+                 fmt::format("must equal ckv_cache.device ({})", to_string(ckv.device())));
+  }
   detail::check_size(op, "kpe_cache", kpe, 0, ckv.size(0), "max_pages of ckv_cache");
   detail::check_size(op, "kpe_cache", kpe, 1, ckv.size(1), "page_size of ckv_cache");
   detail::check_last_dim_contiguous(op, "kpe_cache", kpe);

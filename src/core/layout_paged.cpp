@@ -21,12 +21,19 @@ int head_dim_index(KVLayout layout) {
 
 void check_same_storage(std::string_view op, std::string_view k_arg, std::string_view v_arg,
                         const TensorView& k, const TensorView& v) {
-  detail::require(v.dtype() == k.dtype(), op, fmt::format("{}.dtype", v_arg), dtype_name(v.dtype()),
-                  fmt::format("must equal {}.dtype ({})", k_arg, dtype_name(k.dtype())));
-  detail::require(v.device() == k.device(), op, fmt::format("{}.device", v_arg), to_string(v.device()),
-                  fmt::format("must equal {}.device ({})", k_arg, to_string(k.device())));
-  detail::require(std::ranges::equal(v.shape(), k.shape()), op, fmt::format("{}.shape", v_arg),
-                  v.shape_string(), fmt::format("must equal {}.shape {}", k_arg, k.shape_string()));
+  // Called for every run()'s cache: messages are formatted only on failure.
+  if (v.dtype() != k.dtype()) {
+    detail::fail(op, fmt::format("{}.dtype", v_arg), dtype_name(v.dtype()),
+                 fmt::format("must equal {}.dtype ({})", k_arg, dtype_name(k.dtype())));
+  }
+  if (v.device() != k.device()) {
+    detail::fail(op, fmt::format("{}.device", v_arg), to_string(v.device()),
+                 fmt::format("must equal {}.device ({})", k_arg, to_string(k.device())));
+  }
+  if (!std::ranges::equal(v.shape(), k.shape())) {
+    detail::fail(op, fmt::format("{}.shape", v_arg), v.shape_string(),
+                 fmt::format("must equal {}.shape {}", k_arg, k.shape_string()));
+  }
 }
 
 // Shape, dtype and contiguity of the three page-table arrays, wherever they live.
@@ -63,6 +70,8 @@ PageStrides page_strides(const TensorView& kv, KVLayout layout) {
 }
 
 void validate_paged_kv_cache(std::string_view op, const PagedKVCache& cache) {
+  detail::require_v(cache.layout == KVLayout::kNHD || cache.layout == KVLayout::kHND, op, "kv_cache.layout",
+                    int(cache.layout), "must be KVLayout::kNHD or KVLayout::kHND");
   detail::check_rank(op, "kv_cache.k", cache.k, 4);
   detail::check_rank(op, "kv_cache.v", cache.v, 4);
   detail::require(is_float(cache.k.dtype()), op, "kv_cache.k.dtype", dtype_name(cache.k.dtype()),
@@ -74,12 +83,17 @@ void validate_paged_kv_cache(std::string_view op, const PagedKVCache& cache) {
     return fmt::format("dim {} of kv_cache.k {} in {} layout", dim, cache.k.shape_string(),
                        kv_layout_name(cache.layout));
   };
-  detail::require_v(cache.page_size() >= 1, op, "page_size", cache.page_size(),
-                    fmt::format("must be >= 1 ({})", where(page_dim(cache.layout))));
-  detail::require_v(cache.num_heads() >= 1, op, "num_kv_heads", cache.num_heads(),
-                    fmt::format("must be >= 1 ({})", where(head_dim_index(cache.layout))));
-  detail::require_v(cache.head_dim() >= 1, op, "head_dim", cache.head_dim(),
-                    fmt::format("must be >= 1 ({})", where(3)));
+  if (cache.page_size() < 1) {
+    detail::fail(op, "page_size", std::to_string(cache.page_size()),
+                 fmt::format("must be >= 1 ({})", where(page_dim(cache.layout))));
+  }
+  if (cache.num_heads() < 1) {
+    detail::fail(op, "num_kv_heads", std::to_string(cache.num_heads()),
+                 fmt::format("must be >= 1 ({})", where(head_dim_index(cache.layout))));
+  }
+  if (cache.head_dim() < 1) {
+    detail::fail(op, "head_dim", std::to_string(cache.head_dim()), fmt::format("must be >= 1 ({})", where(3)));
+  }
 }
 
 void validate_page_table_arrays(std::string_view op, const PageTable& table, Device device) {
@@ -126,6 +140,9 @@ std::vector<std::int32_t> kv_lens_from_last_page_len(std::string_view op, const 
                                                      const std::int32_t* kv_last_page_len,
                                                      std::int64_t batch_size, std::int64_t page_size) {
   check_indptr_contents(op, "kv_indptr", kv_indptr, batch_size + 1);
+  // Bounded before (pages - 1) * page_size is formed below.
+  require_v(page_size >= 1 && page_size <= std::numeric_limits<std::int32_t>::max(), op, "page_size", page_size,
+            "must be in [1, 2^31 - 1]");
   std::vector<std::int32_t> kv_lens(std::size_t(batch_size), 0);
   for (std::int64_t i = 0; i < batch_size; ++i) {
     const std::int64_t pages = std::int64_t(kv_indptr[i + 1]) - kv_indptr[i];

@@ -22,7 +22,9 @@ struct RequestMask {
   std::int32_t qo_len = 0;
   std::int32_t kv_len = 0;
 
-  KVINFER_HD std::int32_t diagonal(std::int32_t row) const { return row + kv_len - qo_len; }
+  // row + (kv_len - qo_len): never past kv_len - 1, where row + kv_len could pass
+  // INT32_MAX. The plan keeps diagonal - window_left within int32 too.
+  KVINFER_HD std::int32_t diagonal(std::int32_t row) const { return row + (kv_len - qo_len); }
 
   // Keys [first, last) that row `row` may see before the custom mask is applied.
   KVINFER_HD std::int32_t first_key(std::int32_t row) const {

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Public entry points of the attention-state merges (merge_state,
 // merge_state_in_place, merge_states): validate, then run on the device of the data.
+// A cascade's run() merges through these: their checks format messages only on
+// failure, so that they allocate nothing.
 #include "kvinfer/ops/merge.hpp"
 
 #include <fmt/format.h>
@@ -24,8 +26,10 @@ void check_first_values(std::string_view op, std::string_view arg, const TensorV
                  "attention states must be float16, bfloat16 or float32");
   }
   detail::check_last_dim_contiguous(op, arg, v);
-  detail::require_v(v.size(-1) >= 1, op, fmt::format("{}.shape[{}]", arg, rank - 1), v.size(-1),
-                    "head_dim must be >= 1");
+  if (v.size(-1) < 1) {
+    detail::fail(op, fmt::format("{}.shape[{}]", arg, rank - 1), std::to_string(v.size(-1)),
+                 "head_dim must be >= 1");
+  }
 }
 
 // Another tensor that must match `ref` (named `ref_arg`) in shape, and the given
@@ -40,7 +44,7 @@ void check_like(std::string_view op, std::string_view arg, const TensorView& t, 
   detail::check_device(op, arg, t, device);
   detail::check_last_dim_contiguous(op, arg, t);
   for (int d = 0; d < ref.rank(); ++d) {
-    detail::check_size(op, arg, t, d, ref.size(d), fmt::format("{}.shape[{}]", ref_arg, d));
+    detail::check_size(op, arg, t, d, ref.size(d), detail::later("{}.shape[{}]", ref_arg, d));
   }
 }
 
@@ -53,7 +57,7 @@ void check_lse(std::string_view op, std::string_view arg, const TensorView& s,
   detail::check_last_dim_contiguous(op, arg, s);
   int d = 0;
   for (std::int64_t want : sizes) {
-    detail::check_size(op, arg, s, d, want, fmt::format("{}.shape[{}]", values_arg, d));
+    detail::check_size(op, arg, s, d, want, detail::later("{}.shape[{}]", values_arg, d));
     ++d;
   }
 }
@@ -83,7 +87,7 @@ void validate_pair(std::string_view op, const detail::MergeStateParams& p,
     }
     detail::check_device(op, mask_name, p.mask, device);
     detail::check_last_dim_contiguous(op, mask_name, p.mask);
-    detail::check_size(op, mask_name, p.mask, 0, n, fmt::format("n, {}.shape[0]", va));
+    detail::check_size(op, mask_name, p.mask, 0, n, detail::later("n, {}.shape[0]", va));
   }
   detail::check_backend_built(op, va, device);
 }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "backend/backend.hpp"
@@ -40,13 +41,15 @@ MLAPlan::Checked MLAPlan::check_plan(const MLAPlanArgs& a) const {
   Checked c;
   MLAProblem& pr = c.problem;
 
-  require_v(a.num_heads > 0, kOp, "num_heads", a.num_heads, "must be positive");
+  require_v(a.num_heads > 0 && a.num_heads <= kMaxHeads, kOp, "num_heads", a.num_heads,
+            fmt::format("must be in [1, {}]", kMaxHeads));
   require_v(a.head_dim_ckv == kMlaHeadDimCkv, kOp, "head_dim_ckv", a.head_dim_ckv,
             fmt::format("must be {} (the compressed latent width of DeepSeek MLA, the only one supported)",
                         kMlaHeadDimCkv));
   require_v(a.head_dim_kpe == kMlaHeadDimKpe || a.head_dim_kpe == 0, kOp, "head_dim_kpe", a.head_dim_kpe,
             fmt::format("must be {} or 0 (no rotary part)", kMlaHeadDimKpe));
-  require_v(a.page_size >= 1, kOp, "page_size", a.page_size, "must be at least 1");
+  require_v(a.page_size >= 1 && a.page_size <= std::numeric_limits<std::int32_t>::max(), kOp, "page_size",
+            a.page_size, "must be in [1, 2^31 - 1]");
   require(
       a.sm_scale.has_value(), kOp, "sm_scale", "(absent)",
       "MLA needs an explicit sm_scale (the model's 1/sqrt(head_dim) before absorption, e.g. 1/sqrt(192))");
@@ -110,6 +113,10 @@ MLAPlan::Checked MLAPlan::check_plan(const MLAPlanArgs& a) const {
   // The lengths are checked against the capacity by make_schedule; the kernel is
   // chosen for the capacity's rows, so that every re-plan keeps it.
   if (capacity_) pr.max_qo_len = capacity_->max_qo_tokens;
+  // A request's packed rows (tokens x heads) are int32 rows of its work items.
+  require_v(pr.max_qo_len * pr.num_heads <= std::numeric_limits<std::int32_t>::max(), kOp,
+            capacity_ ? "capacity.max_qo_tokens" : "qo_indptr", pr.max_qo_len,
+            later("a request's query rows times num_heads ({}) must fit in int32", pr.num_heads));
   return c;
 }
 
@@ -152,8 +159,13 @@ WorkspaceSize MLAPlan::workspace_size(const MLAPlanArgs& args) const {
 }
 
 void MLAPlan::plan(const MLAPlanArgs& args) {
+  // Every check first, on local values: a plan() that throws on its arguments leaves
+  // the plan in place. The upload then writes the workspace; if it fails (out of
+  // memory) there is no plan, and run() throws until the next plan().
   const Checked c = check_plan(args);
   Schedule s = make_plan_schedule(c, args.split);
+  workspace_.check_fits(kOp, s.layout);
+  planned_ = false;
   workspace_.upload(kOp, s, c.problem.batch_size, c.problem.nnz_q);
   kv_indices_ = args.kv_indices;
   problem_ = c.problem;
@@ -164,7 +176,9 @@ void MLAPlan::plan(const MLAPlanArgs& args) {
 void MLAPlan::reset_workspace_buffer(const TensorView& float_buffer, const TensorView& int_buffer) {
   if (workspace_.use_buffers(kOp, float_buffer, int_buffer, planned_ ? &schedule_.layout : nullptr) &&
       planned_) {
+    planned_ = false;  // until the schedule is in the new buffer
     workspace_.upload(kOp, schedule_, problem_.batch_size, problem_.nnz_q);
+    planned_ = true;
   }
 }
 
@@ -207,7 +221,7 @@ void MLAPlan::check_run(const TensorView& q_nope, const TensorView& q_pe, const 
   check_size(kOp, "ckv_cache", cache.ckv, 2, pr.head_dim_ckv, "head_dim_ckv of the plan");
   if (pr.head_dim_kpe > 0) {
     require(cache.kpe.defined(), kOp, "kpe_cache", "(absent)",
-            fmt::format("the plan has head_dim_kpe {}: the cache needs its rotary part", pr.head_dim_kpe));
+            later("the plan has head_dim_kpe {}: the cache needs its rotary part", pr.head_dim_kpe));
     check_size(kOp, "kpe_cache", cache.kpe, 2, pr.head_dim_kpe, "head_dim_kpe of the plan");
   } else {
     require(!cache.kpe.defined(), kOp, "kpe_cache", cache.kpe.describe(),

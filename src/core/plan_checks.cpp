@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 
 #include "core/check.hpp"
 #include "kvinfer/layout/ragged.hpp"
@@ -19,9 +20,27 @@ void check_wrapper_device(std::string_view op, Device device) {
 }
 
 void check_capacity(std::string_view op, const Capacity& c) {
-  require_v(c.max_batch >= 0 && c.max_qo_tokens >= 0 && c.max_kv >= 0, op, "capacity",
+  constexpr std::int64_t kMax = std::numeric_limits<std::int32_t>::max();
+  const auto in_range = [](std::int64_t x) { return x >= 0 && x <= kMax; };
+  require_v(in_range(c.max_batch) && in_range(c.max_qo_tokens) && in_range(c.max_kv), op, "capacity",
             fmt::format("{{{}, {}, {}}}", c.max_batch, c.max_qo_tokens, c.max_kv),
-            "capacities must be non-negative");
+            "capacities must be in [0, 2^31 - 1] (they bound int32 index arrays)");
+}
+
+void check_options_enums(std::string_view op, const AttentionOptions& o) {
+  require_v(o.mask_mode == MaskMode::kNone || o.mask_mode == MaskMode::kCausal || o.mask_mode == MaskMode::kCustom,
+            op, "options.mask_mode", int(o.mask_mode), "must be MaskMode::kNone, kCausal or kCustom");
+  require_v(o.pos_encoding == PosEncoding::kNone || o.pos_encoding == PosEncoding::kRopeLlama ||
+                o.pos_encoding == PosEncoding::kAlibi,
+            op, "options.pos_encoding", int(o.pos_encoding), "must be PosEncoding::kNone, kRopeLlama or kAlibi");
+  require_v(o.backend == PrefillBackend::kAuto || o.backend == PrefillBackend::kPortable ||
+                o.backend == PrefillBackend::kHopper,
+            op, "options.backend", int(o.backend), "must be PrefillBackend::kAuto, kPortable or kHopper");
+}
+
+void check_kv_layout(std::string_view op, std::string_view arg, KVLayout layout) {
+  require_v(layout == KVLayout::kNHD || layout == KVLayout::kHND, op, arg, int(layout),
+            "must be KVLayout::kNHD or KVLayout::kHND");
 }
 
 void check_finite(std::string_view op, std::string_view arg, float x, bool positive, std::string_view rule) {
@@ -42,7 +61,7 @@ std::vector<std::int32_t> host_lengths(std::string_view op, std::string_view nam
 }
 
 void check_page_ids(std::string_view op, const TensorView& kv_indices, std::int64_t nnz,
-                    std::int64_t num_pages) {
+                    std::int64_t num_pages, std::string_view pages_of) {
   if (nnz <= 0) return;
   std::vector<std::int32_t> copied;
   const std::int32_t* ids = nullptr;
@@ -58,7 +77,7 @@ void check_page_ids(std::string_view op, const TensorView& kv_indices, std::int6
   for (std::int64_t i = 0; i < nnz; ++i) {
     if (ids[i] < 0 || ids[i] >= num_pages) {
       fail(op, fmt::format("kv_indices[{}]", i), std::to_string(ids[i]),
-           fmt::format("page ids must be in [0, {}) (pages in the cache)", num_pages));
+           fmt::format("page ids must be in [0, {}) ({})", num_pages, pages_of));
     }
   }
 }

@@ -7,16 +7,28 @@
 #include <string_view>
 #include <vector>
 
+#include "kvinfer/attention/options.hpp"
 #include "kvinfer/attention/run_options.hpp"
 #include "kvinfer/core/tensor.hpp"
+#include "kvinfer/layout/kv_layout.hpp"
 
 namespace kvinfer::detail {
 
 // A wrapper bound to a GPU needs the CUDA backend and that GPU.
 void check_wrapper_device(std::string_view op, Device device);
 
-// Every field of a fixed capacity is non-negative.
+// Head counts a plan accepts: far beyond any model's, small enough that no product
+// of heads, rows and dims overflows.
+inline constexpr std::int64_t kMaxHeads = std::int64_t(1) << 16;
+
+// Every field of a fixed capacity is in [0, 2^31 - 1] (the range of the int32
+// index arrays it bounds).
 void check_capacity(std::string_view op, const Capacity& capacity);
+
+// The enumerations of AttentionOptions (mask_mode, pos_encoding, backend) and a KV
+// layout hold one of their values: an enum cast from an integer may not.
+void check_options_enums(std::string_view op, const AttentionOptions& options);
+void check_kv_layout(std::string_view op, std::string_view arg, KVLayout layout);
 
 // x is finite and > 0 (positive) or >= 0.
 void check_finite(std::string_view op, std::string_view arg, float x, bool positive, std::string_view rule);
@@ -32,7 +44,8 @@ void check_host_index_array(std::string_view op, std::string_view name, const Te
 
 // Page ids kv_indices[0, nnz) in [0, num_pages). On the CPU always; on a GPU only in
 // checked mode (KVINFER_CHECK_INDICES=1), since reading them synchronises (SPEC §5).
+// `pages_of` names what num_pages counts, for the message.
 void check_page_ids(std::string_view op, const TensorView& kv_indices, std::int64_t nnz,
-                    std::int64_t num_pages);
+                    std::int64_t num_pages, std::string_view pages_of = "pages in the cache");
 
 }  // namespace kvinfer::detail

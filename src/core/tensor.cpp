@@ -16,13 +16,22 @@ namespace {
 
 constexpr std::string_view kOp = "TensorView";
 
-void check_shape(std::span<const std::int64_t> shape) {
+void check_shape(std::span<const std::int64_t> shape, DType dtype) {
+  detail::require_v(dtype_size(dtype) != 0, kOp, "dtype", int(dtype), "must be one of the DType values");
   detail::require_v(shape.size() <= std::size_t(kMaxRank), kOp, "rank", shape.size(),
                     "at most 6 dimensions are supported");
+  std::int64_t elems = 1;
+  bool overflow = false;
   for (std::size_t d = 0; d < shape.size(); ++d) {
     // Runs for every view made: the message is only formatted on failure.
     if (shape[d] < 0)
       detail::fail(kOp, fmt::format("shape[{}]", d), std::to_string(shape[d]), "sizes must be non-negative");
+    overflow |= __builtin_mul_overflow(elems, shape[d], &elems);
+  }
+  // (Contiguous strides and numel() are products of the sizes.)
+  if (overflow && elems != 0) {
+    detail::fail(kOp, "shape", fmt::format("[{}]", fmt::join(shape, ", ")),
+                 "the number of elements must fit in int64");
   }
 }
 
@@ -30,21 +39,24 @@ void check_shape(std::span<const std::int64_t> shape) {
 
 TensorView::TensorView(void* data, DType dtype, std::span<const std::int64_t> shape, Device device)
     : data_(data), dtype_(dtype), device_(device), rank_(int(shape.size())) {
-  check_shape(shape);
-  std::int64_t stride = 1;
+  check_shape(shape, dtype);
+  std::uint64_t stride = 1;  // wraps only past a size-0 dim (check_shape), where strides do not matter
   for (int d = rank_ - 1; d >= 0; --d) {
     shape_[d] = shape[d];
-    strides_[d] = stride;
-    stride *= shape[d];
+    strides_[d] = std::int64_t(stride);
+    stride *= std::uint64_t(shape[d]);
   }
 }
 
 TensorView::TensorView(void* data, DType dtype, std::span<const std::int64_t> shape,
                        std::span<const std::int64_t> strides, Device device)
     : data_(data), dtype_(dtype), device_(device), rank_(int(shape.size())) {
-  check_shape(shape);
-  detail::require_v(strides.size() == shape.size(), kOp, "strides", fmt::format("{}", strides),
-                    fmt::format("must have one entry per dimension ({})", shape.size()));
+  check_shape(shape, dtype);
+  // Views are made on every run(): messages are formatted only on failure.
+  if (strides.size() != shape.size()) {
+    detail::fail(kOp, "strides", fmt::format("{}", strides),
+                 fmt::format("must have one entry per dimension ({})", shape.size()));
+  }
   for (int d = 0; d < rank_; ++d) {
     shape_[d] = shape[d];
     strides_[d] = strides[d];
@@ -77,9 +89,9 @@ int TensorView::wrap(int dim) const {
 
 std::int64_t TensorView::numel() const {
   if (rank_ < 0) return 0;
-  std::int64_t n = 1;
-  for (int d = 0; d < rank_; ++d) n *= shape_[d];
-  return n;
+  std::uint64_t n = 1;  // fits in int64 (check_shape), unless a size is 0: then it is 0
+  for (int d = 0; d < rank_; ++d) n *= std::uint64_t(shape_[d]);
+  return std::int64_t(n);
 }
 
 bool TensorView::is_contiguous() const {
@@ -93,9 +105,10 @@ bool TensorView::is_contiguous() const {
 
 TensorView TensorView::slice(int dim, std::int64_t start, std::int64_t stop) const {
   const int d = wrap(dim);
-  detail::require_v(0 <= start && start <= stop && stop <= shape_[d], kOp, "slice",
-                    fmt::format("[{}, {}) of dim {} (size {})", start, stop, d, shape_[d]),
-                    "must satisfy 0 <= start <= stop <= size");
+  if (!(0 <= start && start <= stop && stop <= shape_[d])) {
+    detail::fail(kOp, "slice", fmt::format("[{}, {}) of dim {} (size {})", start, stop, d, shape_[d]),
+                 "must satisfy 0 <= start <= stop <= size");
+  }
   TensorView v = *this;
   v.data_ = static_cast<char*>(data_) + start * strides_[d] * std::int64_t(element_size());
   v.shape_[d] = stop - start;
@@ -105,7 +118,7 @@ TensorView TensorView::slice(int dim, std::int64_t start, std::int64_t stop) con
 TensorView TensorView::select(int dim, std::int64_t index) const {
   const int d = wrap(dim);
   detail::require_v(0 <= index && index < shape_[d], kOp, "index", index,
-                    fmt::format("must be in [0, {}) for dim {}", shape_[d], d));
+                    detail::later("must be in [0, {}) for dim {}", shape_[d], d));
   TensorView v = *this;
   v.data_ = static_cast<char*>(data_) + index * strides_[d] * std::int64_t(element_size());
   for (int i = d; i + 1 < rank_; ++i) {
@@ -133,7 +146,7 @@ TensorView TensorView::unsqueeze(int dim) const {
 
 TensorView TensorView::with_dtype(DType dtype) const {
   detail::require(dtype_size(dtype) == dtype_size(dtype_), kOp, "dtype", dtype_name(dtype),
-                  fmt::format("a reinterpreting view keeps the element size of {}", dtype_name(dtype_)));
+                  detail::later("a reinterpreting view keeps the element size of {}", dtype_name(dtype_)));
   TensorView v = *this;
   v.dtype_ = dtype;
   return v;
@@ -157,8 +170,15 @@ std::string TensorView::describe() const {
 Tensor Tensor::empty(std::span<const std::int64_t> shape, DType dtype, Device device) {
   Tensor t;
   t.view_ = TensorView(nullptr, dtype, shape, device);
+  // The size in bytes, checked: a product of sizes must not wrap into a small buffer.
+  std::int64_t elems = 1;
+  for (const std::int64_t n : shape) {
+    if (__builtin_mul_overflow(elems, n, &elems) || elems > (std::int64_t(1) << 56)) {
+      detail::fail("Tensor::empty", "shape", t.view_.shape_string(), "holds more than 2^56 elements");
+    }
+  }
   // At least one byte so that every tensor, even an empty one, has a distinct address.
-  const std::size_t bytes = std::max<std::size_t>(1, std::size_t(t.view_.numel()) * dtype_size(dtype));
+  const std::size_t bytes = std::max<std::size_t>(1, std::size_t(elems) * dtype_size(dtype));
   const detail::Backend& backend = detail::backend_for(device);
   const int index = device.index;
   void* ptr = backend.allocate(bytes, index);

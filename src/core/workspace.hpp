@@ -53,6 +53,9 @@ class PlanWorkspace {
   bool use_buffers(std::string_view op, const TensorView& float_buffer, const TensorView& int_buffer,
                    const WorkspaceLayout* current);
 
+  // Throws (changing nothing) when a schedule of `layout` would not fit: a caller's
+  // buffer too small, or a fixed workspace that would have to grow.
+  void check_fits(std::string_view op, const WorkspaceLayout& layout) const;
   void upload(std::string_view op, const Schedule& s, std::int64_t batch_size, std::int64_t nnz_q);
   ScheduleView view(const WorkspaceLayout& layout) const;
 

@@ -1,17 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 // The CPU backend's memory, streams and planning traits: host memory, work in the
-// calling thread (and its thread pool), no streams or events.
+// calling thread (and the process's one thread pool), no streams or events.
 #include "cpu/backend.hpp"
 
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
 
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <cstring>
-#include <new>
 
 #include "cpu/thread_pool.hpp"
+#include "kvinfer/core/error.hpp"
 
 namespace kvinfer::cpu {
 namespace {
@@ -35,9 +37,12 @@ void* CpuBackend::allocate(std::size_t bytes, int) const {
   constexpr std::size_t kHuge = std::size_t(2) << 20;
   const bool huge = bytes >= 2 * kHuge;
   const std::size_t align = huge ? kHuge : 64;
+  // A size near SIZE_MAX would wrap when rounded up.
+  void* ptr = bytes <= SIZE_MAX - align ? std::aligned_alloc(align, (bytes + align - 1) / align * align) : nullptr;
+  if (ptr == nullptr) {
+    throw Error("Tensor::empty", "bytes", std::to_string(bytes), "out of host memory (allocation failed)");
+  }
   const std::size_t rounded = (bytes + align - 1) / align * align;
-  void* ptr = std::aligned_alloc(align, rounded);
-  if (ptr == nullptr) throw std::bad_alloc();
 #ifdef MADV_HUGEPAGE
   if (huge) ::madvise(ptr, rounded, MADV_HUGEPAGE);  // a hint: failure is harmless
 #endif
@@ -73,11 +78,15 @@ detail::DeviceProfile CpuBackend::profile(int) const {
   return detail::DeviceProfile::cpu(num_threads());
 }
 // The thread pool balances several items per thread: the automatic split may fill
-// the threads four times over (the traits' default split_waves).
-detail::AttentionKernelTraits CpuBackend::attention_kernel(const detail::AttentionProblem&, int) const {
+// the threads four times over (the traits' default split_waves). The kernel is
+// chosen when a plan is made: that is when the threads' scratch is made large
+// enough for it, so that run() takes its buffers without allocating.
+detail::AttentionKernelTraits CpuBackend::attention_kernel(const detail::AttentionProblem& problem, int) const {
+  reserve_scratch(attention_scratch_bytes(problem, kQTileRows));
   return {.q_tile_rows = kQTileRows};
 }
-detail::MlaKernelTraits CpuBackend::mla_kernel(const detail::MLAProblem&, std::int64_t, int) const {
+detail::MlaKernelTraits CpuBackend::mla_kernel(const detail::MLAProblem& problem, std::int64_t, int) const {
+  reserve_scratch(mla_scratch_bytes(problem, kQTileRows));
   return {.q_tile_rows = kQTileRows};
 }
 

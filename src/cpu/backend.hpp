@@ -49,4 +49,10 @@ class CpuBackend final : public detail::Backend {
 
 const detail::Backend& backend();
 
+// Scratch bytes a thread needs to run an attention or MLA plan's items of
+// q_tile_rows rows (attention.cpp, mla.cpp): reserved when the kernel is chosen at
+// plan time, so that run() allocates nothing.
+std::size_t attention_scratch_bytes(const detail::AttentionProblem& problem, std::int64_t q_tile_rows);
+std::size_t mla_scratch_bytes(const detail::MLAProblem& problem, std::int64_t q_tile_rows);
+
 }  // namespace kvinfer::cpu

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <vector>
 
 #include "cpu/kernels.hpp"
 
@@ -13,6 +12,8 @@ namespace kvinfer::cpu::portable {
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 void prefetch_rows(const PrefetchRows& p, std::int64_t first, std::int64_t last) {
   for (std::int64_t i = first; i < last; ++i) {
@@ -21,12 +22,11 @@ void prefetch_rows(const PrefetchRows& p, std::int64_t first, std::int64_t last)
   }
 }
 
-// One row in float32: the row itself, or a conversion into `tmp`.
-const float* as_float(const void* row, DType dtype, std::int64_t n, std::vector<float>& tmp) {
+// One row in float32: the row itself, or a conversion into `tmp` (kMaxDim floats).
+const float* as_float(const void* row, DType dtype, std::int64_t n, float* tmp) {
   if (dtype == DType::kF32) return static_cast<const float*>(row);
-  tmp.resize(std::size_t(n));
-  load_row(row, dtype, tmp.data(), n);
-  return tmp.data();
+  load_row(row, dtype, tmp, n);
+  return tmp;
 }
 
 float dot(const float* a, const float* b, std::int64_t n) {
@@ -43,7 +43,7 @@ void block_scores(const float* q, std::int64_t ldq, std::int64_t rows, const voi
                   DType k_dtype, std::int64_t keys, std::int64_t dim, float* s, std::int64_t lds,
                   const PrefetchRows& prefetch) {
   prefetch_rows(prefetch, 0, prefetch.count);
-  thread_local std::vector<float> tmp;
+  float tmp[kMaxDim];
   for (std::int64_t j = 0; j < keys; ++j) {
     const float* kj = as_float(k_rows[j], k_dtype, dim, tmp);
     for (std::int64_t i = 0; i < rows; ++i) s[i * lds + j] = dot(q + i * ldq, kj, dim);
@@ -55,8 +55,22 @@ void block_softmax(float* s, std::int64_t lds, std::int64_t rows, std::int64_t k
   const std::int64_t n = keys_padded(keys);
   for (std::int64_t i = 0; i < rows; ++i) {
     float* si = s + i * lds;
+    if (std::isnan(d[i])) {  // poisoned by an earlier block: stays NaN
+      std::fill(si, si + n, 0.0f);
+      rescale[i] = 1.0f;
+      continue;
+    }
     float block_max = kNegInf;
-    for (std::int64_t j = 0; j < n; ++j) block_max = std::max(block_max, si[j]);
+    bool non_finite = false;
+    for (std::int64_t j = 0; j < n; ++j) {
+      non_finite |= !(si[j] < kInf);  // NaN or +inf
+      block_max = std::max(block_max, si[j]);
+    }
+    if (non_finite) {
+      std::fill(si, si + n, 0.0f);
+      rescale[i] = m[i] = d[i] = kNaN;
+      continue;
+    }
     if (block_max == kNegInf) {
       std::fill(si, si + n, 0.0f);
       rescale[i] = 1.0f;
@@ -83,7 +97,7 @@ void block_accumulate(const float* w, std::int64_t ldw, std::int64_t rows, const
       for (std::int64_t e = 0; e < dim; ++e) acc[i * lda + e] *= rescale[i];
     }
   }
-  thread_local std::vector<float> tmp;
+  float tmp[kMaxDim];
   for (std::int64_t j = 0; j < keys; ++j) {
     const float* vj = as_float(v_rows[j], v_dtype, dim, tmp);
     for (std::int64_t i = 0; i < rows; ++i) {

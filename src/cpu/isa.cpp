@@ -4,6 +4,10 @@
 #include <cstdlib>
 #include <string>
 
+#if defined(KVINFER_CPU_HAVE_AVX2) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
+
 namespace kvinfer::cpu {
 
 std::string_view cpu_isa_name(CpuIsa isa) {
@@ -13,9 +17,12 @@ std::string_view cpu_isa_name(CpuIsa isa) {
 CpuIsa detect_cpu_isa() {
 #if defined(KVINFER_CPU_HAVE_AVX2) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")) {
-    return CpuIsa::kAvx2;
-  }
+  // F16C from CPUID leaf 1 (ECX bit 29): clang before 15 has no
+  // __builtin_cpu_supports("f16c"). The AVX2 check covers the OS's saving of the
+  // ymm registers, which F16C needs too.
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 29)) != 0;
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && f16c) return CpuIsa::kAvx2;
 #endif
   return CpuIsa::kPortable;
 }

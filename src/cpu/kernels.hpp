@@ -15,7 +15,9 @@
 namespace kvinfer::cpu {
 
 // Row and column strides are in elements. Score rows hold `keys` values padded with
-// -inf up to keys_padded(keys), so that vector loops need no tail.
+// -inf up to keys_padded(keys), so that vector loops need no tail. Row lengths
+// (`dim`) are at most kMaxDim, the widest head the attention wrappers accept.
+inline constexpr std::int64_t kMaxDim = 512;
 constexpr std::int64_t keys_padded(std::int64_t keys) {
   return (keys + 7) / 8 * 8;
 }
@@ -44,11 +46,15 @@ struct CpuKernels {
   // masked), per row i with running max m[i] and sum d[i]: the block's weights
   // 2^(s - m_new) replace s, rescale[i] = 2^(m[i] - m_new) is what earlier sums are
   // multiplied by, and m, d are updated. A row without a visible key in the block
-  // gets weights 0, rescale 1 and keeps m, d.
+  // gets weights 0, rescale 1 and keeps m, d. A NaN or +inf score poisons its row
+  // (the NaN rule of kvinfer/attention/options.hpp): weights 0, rescale, m and d
+  // NaN, so that the accumulator turns NaN; a poisoned row (d NaN) then gets weights
+  // 0 and rescale 1 in every later block.
   void (*block_softmax)(float* s, std::int64_t lds, std::int64_t rows, std::int64_t keys, float* m, float* d,
                         float* rescale);
   // acc[i] = acc[i] * rescale[i] + sum_j w[i, j] v_rows[j] for i < rows, j < keys; value
-  // rows in v_dtype; dim % 16 == 0.
+  // rows in v_dtype; dim % 16 == 0. A key of weight 0 adds nothing to a row, whatever
+  // its value row holds (0 * NaN is never formed).
   void (*block_accumulate)(const float* w, std::int64_t ldw, std::int64_t rows, const void* const* v_rows,
                            DType v_dtype, std::int64_t keys, std::int64_t dim, float* acc, std::int64_t lda,
                            const float* rescale, const PrefetchRows& prefetch);

@@ -20,12 +20,32 @@ constexpr std::int64_t kSkewChunksPerShare = 1;
 constexpr std::int64_t kLargePageStep = 16;
 constexpr std::size_t kAlign = 256;
 
+// a, b >= 0 (b > 0); never overflows, unlike (a + b - 1) / b.
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
-  return (a + b - 1) / b;
+  return a / b + (a % b != 0);
 }
 
 std::size_t align_up(std::size_t x) {
   return (x + kAlign - 1) / kAlign * kAlign;
+}
+
+// a * b, or INT64_MAX where it overflows (a, b >= 0): compared against a bound.
+std::int64_t mul_sat(std::int64_t a, std::int64_t b) {
+  std::int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<std::int64_t>::max() : r;
+}
+std::int64_t add_sat(std::int64_t a, std::int64_t b) {
+  std::int64_t r;
+  return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<std::int64_t>::max() : r;
+}
+
+// The bound on a plan's work items (kMaxWorkItems), with what made them.
+void check_items(const ScheduleInput& in, std::int64_t items, std::string_view what) {
+  if (items <= kMaxWorkItems) return;
+  fail(in.op, "work items", items == std::numeric_limits<std::int64_t>::max() ? std::string("> 2^63") : std::to_string(items),
+       fmt::format("a plan holds at most {} work items ({}); the lengths or capacity are far beyond what a "
+                   "tensor can hold, or the split size is too small",
+                   kMaxWorkItems, what));
 }
 
 }  // namespace
@@ -34,7 +54,8 @@ KeyRange visible_key_range(std::int32_t qo_len, std::int32_t kv_len, int window_
   if (qo_len == 0) return {0, 0};
   // Row 0 has the smallest window start; the last row's diagonal is kv_len - 1, so a
   // causal mask never hides a key from every row.
-  const std::int32_t first = window_left >= 0 ? std::clamp(kv_len - qo_len - window_left, 0, kv_len) : 0;
+  const std::int64_t lo = std::int64_t(kv_len) - qo_len - window_left;
+  const std::int32_t first = window_left >= 0 ? std::int32_t(std::clamp<std::int64_t>(lo, 0, kv_len)) : 0;
   return {first, kv_len};
 }
 
@@ -70,13 +91,17 @@ RequestShapes measure_requests(const ScheduleInput& in) {
   r.eff_lens.resize(batch);
   r.ranges.resize(batch);
   for (std::size_t b = 0; b < batch; ++b) {
+    r.tiles[b] = ceil_div(std::int64_t(in.qo_lens[b]) * group, in.q_tile_rows);  // < 2^31 each
+    r.tiles_total += r.tiles[b];
+  }
+  // Every tile is an item of each KV head: bounded before anything is multiplied by it.
+  check_items(in, mul_sat(r.tiles_total, in.num_kv_heads), "query tiles x KV heads");
+  for (std::size_t b = 0; b < batch; ++b) {
     r.ranges[b] = visible_key_range(in.qo_lens[b], in.kv_lens[b], in.window_left);
     r.eff_lens[b] = r.ranges[b].last - r.ranges[b].first;
-    r.tiles[b] = ceil_div(std::int64_t(in.qo_lens[b]) * group, in.q_tile_rows);
     r.nnz_q += in.qo_lens[b];
     r.max_eff = std::max(r.max_eff, r.eff_lens[b]);
-    r.work += r.tiles[b] * r.eff_lens[b];
-    r.tiles_total += r.tiles[b];
+    r.work += r.tiles[b] * r.eff_lens[b];  // <= 2^22 x 2^31 in all
   }
   return r;
 }
@@ -98,22 +123,29 @@ std::int64_t check_capacity_and_size_items(const ScheduleInput& in, const Reques
     require_v(in.nnz_kv <= cap.max_kv, in.op, "kv_indptr[batch_size]", in.nnz_kv,
               fmt::format("must not exceed the capacity's max_kv ({})", cap.max_kv));
   }
-  // Tiles over all requests, and the tiles of one request.
+  // Tiles over all requests, and the tiles of one request (capacity fields < 2^31,
+  // group <= 2^16: no product here overflows).
   const std::int64_t tiles_bound =
       ceil_div(cap.max_qo_tokens * group, tile) + std::max<std::int64_t>(0, cap.max_batch - 1);
   const std::int64_t max_qo_len = cap.max_qo_len < 0 ? cap.max_qo_tokens : cap.max_qo_len;
-  // Automatic chunks: at most split_waves * slots items per head, or, for skewed
-  // lengths, the tiles plus work / chunk <= kSkewChunksPerShare * that target.
-  std::int64_t per_head = tiles_bound + kSkewChunksPerShare * std::max<std::int64_t>(1, in.split_waves) *
-                                            std::max<std::int64_t>(1, budget / in.num_kv_heads);
+  // Without a split every tile is one item. Automatic chunks: at most split_waves *
+  // slots items per head, or, for skewed lengths, the tiles plus work / chunk <=
+  // kSkewChunksPerShare * that target.
+  std::int64_t per_head = tiles_bound;
+  if (!in.disable_split_kv) {
+    per_head = add_sat(tiles_bound, kSkewChunksPerShare * std::max<std::int64_t>(1, in.split_waves) *
+                                        std::max<std::int64_t>(1, budget / in.num_kv_heads));
+  }
   if (in.fixed_split_size > 0 && !in.disable_split_kv) {
     // sum_b tiles_b * chunks_b with chunks_b <= kv_b / c + 1.
     const std::int64_t page = std::max<std::int64_t>(1, in.page_size);
-    const std::int64_t c = ceil_div(in.fixed_split_size, page) * page;
-    per_head =
-        std::max(per_head, tiles_bound + ceil_div(max_qo_len * group, tile) * ceil_div(cap.max_kv_tokens, c));
+    const std::int64_t c = ceil_div(std::min(in.fixed_split_size, kNoSplit), page) * page;
+    per_head = std::max(per_head, add_sat(tiles_bound, mul_sat(ceil_div(max_qo_len * group, tile),
+                                                               ceil_div(cap.max_kv_tokens, c))));
   }
-  return in.num_kv_heads * per_head;
+  const std::int64_t items = mul_sat(in.num_kv_heads, per_head);
+  check_items(in, items, "the capacity's worst case");
+  return items;
 }
 
 // The keys a chunk can hold, whole multiples of this unit: a page where a page holds
@@ -143,7 +175,8 @@ std::int64_t choose_chunk(const ScheduleInput& in, const RequestShapes& r, std::
   if (in.disable_split_kv) {
     chunk = kNoSplit;
   } else if (in.fixed_split_size > 0) {
-    chunk = ceil_div(in.fixed_split_size, page) * page;
+    // A size beyond any request's keys splits nothing (and is not rounded into overflow).
+    chunk = ceil_div(std::min(in.fixed_split_size, kNoSplit), page) * page;
   } else if (r.max_eff > 0) {
     const std::int64_t slots_per_head = std::max<std::int64_t>(1, budget / in.num_kv_heads);
     const std::int64_t target = std::max<std::int64_t>(1, in.split_waves) * slots_per_head;
@@ -209,6 +242,18 @@ void lay_out_requests(const ScheduleInput& in, const RequestShapes& r, std::int6
   s.requests.resize(batch);
   std::int64_t qo_begin = 0;
   bool any_split = false;
+  std::int64_t partial_rows = 0, items = 0;
+  for (std::size_t b = 0; b < batch; ++b) {
+    const std::int64_t chunks = std::max<std::int64_t>(1, ceil_div(r.eff_lens[b], chunk));
+    items = add_sat(items, mul_sat(r.tiles[b], chunks));
+    if (chunks > 1) partial_rows = add_sat(partial_rows, mul_sat(chunks, in.qo_lens[b]));
+  }
+  check_items(in, mul_sat(items, in.num_kv_heads), "query tiles x KV chunks x KV heads");
+  // Partial rows are int32 on the device (RequestInfo::partial_begin).
+  require_v(partial_rows <= std::numeric_limits<std::int32_t>::max(), in.op, "split.fixed_split_size",
+            in.fixed_split_size,
+            fmt::format("splits the requests into {} partial rows, more than 2^31 - 1; use a larger split size",
+                        partial_rows));
   for (std::size_t b = 0; b < batch; ++b) {
     RequestInfo& q = s.requests[b];
     q.qo_begin = std::int32_t(qo_begin);
@@ -236,6 +281,7 @@ void make_items(const ScheduleInput& in, const RequestShapes& r, std::int64_t ch
   const std::int64_t tile = in.q_tile_rows;
   std::int64_t num_items = 0;
   for (std::size_t b = 0; b < s.requests.size(); ++b) num_items += r.tiles[b] * s.requests[b].num_chunks;
+  check_items(in, mul_sat(num_items, in.num_kv_heads), "query tiles x KV chunks x KV heads");
   s.items.reserve(std::size_t(num_items * in.num_kv_heads));
   for (std::size_t b = 0; b < s.requests.size(); ++b) {
     const RequestInfo& q = s.requests[b];
@@ -266,7 +312,10 @@ void size_arrays(const ScheduleInput& in, std::int64_t max_items, Schedule& s) {
     s.max_batch = in.capacity->max_batch;
     s.max_items = max_items;
     s.max_merge_tokens = in.capacity->max_qo_tokens;
-    s.max_partial_rows = ceil_div(max_items, in.num_kv_heads) * ceil_div(in.q_tile_rows, group);
+    // Each item of a head writes at most a tile's tokens of partial rows; none
+    // without a split, whatever the capacity.
+    s.max_partial_rows =
+        in.disable_split_kv ? 0 : ceil_div(max_items, in.num_kv_heads) * ceil_div(in.q_tile_rows, group);
   } else {
     s.max_batch = std::int64_t(s.requests.size());
     s.max_items = std::int64_t(s.items.size());
@@ -290,9 +339,23 @@ void lay_out_workspace(const ScheduleInput& in, Schedule& s) {
   off = align_up(off + 4 * sizeof(std::int32_t));
   l.int_bytes = off;
   l.partial_o = 0;
-  const std::size_t partial_states = std::size_t(s.max_partial_rows) * std::size_t(in.num_qo_heads);
-  l.partial_lse = align_up(partial_states * std::size_t(in.head_dim_vo) * sizeof(float));
-  l.float_bytes = align_up(l.partial_lse + partial_states * sizeof(float));
+  // Partial rows <= 2^28 (items x tile rows), heads <= 2^16, dims <= 2^9: checked
+  // against the bound before any of these sizes is allocated.
+  const std::int64_t partial_states = mul_sat(s.max_partial_rows, in.num_qo_heads);
+  const std::int64_t float_bytes =
+      add_sat(mul_sat(partial_states, mul_sat(in.head_dim_vo, std::int64_t(sizeof(float)))),
+              mul_sat(partial_states, std::int64_t(sizeof(float))));
+  for (auto [name, bytes] : {std::pair{"float workspace", float_bytes}, std::pair{"int workspace", std::int64_t(off)}}) {
+    if (bytes > kMaxWorkspaceBytes) {
+      fail(in.op, name, fmt::format("{} bytes", bytes),
+           fmt::format("a plan's workspace holds at most {} bytes; the lengths or capacity are far beyond what "
+                       "a tensor can hold, or the split size is too small (disable_split_kv needs no float "
+                       "workspace)",
+                       kMaxWorkspaceBytes));
+    }
+  }
+  l.partial_lse = align_up(std::size_t(partial_states) * std::size_t(in.head_dim_vo) * sizeof(float));
+  l.float_bytes = align_up(l.partial_lse + std::size_t(partial_states) * sizeof(float));
 }
 
 }  // namespace

@@ -124,13 +124,25 @@ struct Schedule {
   WorkspaceLayout layout;
 };
 
+// What one plan may hold. Requests and rows are int32 on the device; the bounds on
+// work items and workspace bytes turn lengths or capacities far beyond any tensor a
+// caller can hold (which run() would reject) into an error at plan time, before
+// anything of their size is allocated or multiplied.
+inline constexpr std::int64_t kMaxWorkItems = std::int64_t(1) << 22;         // a 128 MiB item array
+inline constexpr std::int64_t kMaxWorkspaceBytes = std::int64_t(1) << 34;    // each workspace buffer
+
 // Makes the schedule, in named steps (schedule.cpp): measure the requests, check the
 // fixed capacity, choose the chunk and the item warps, lay out requests and items,
 // size the arrays and the workspace. Throws kvinfer::Error naming in.op when a fixed
-// capacity is exceeded: the one check of a plan against its capacity.
+// capacity is exceeded (the one check of a plan against its capacity), and when the
+// plan would exceed kMaxWorkItems or kMaxWorkspaceBytes. Expects what the wrappers
+// check: lengths >= 0, heads in [1, 2^16] with num_qo_heads % num_kv_heads == 0, a
+// request's packed rows (qo_len * group) within int32, 1 <= page_size <= INT32_MAX,
+// capacity fields in [0, INT32_MAX].
 Schedule make_schedule(const ScheduleInput& in, const DeviceProfile& profile);
 
-// The keys a request's queries can see at all: [first, last) over all its rows.
+// The keys a request's queries can see at all: [first, last) over all its rows
+// (computed in int64: no window or length overflows).
 struct KeyRange {
   std::int32_t first, last;
 };

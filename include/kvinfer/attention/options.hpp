@@ -1,6 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 // Options shared by every attention wrapper (docs/semantics.md §3): mask, window, soft cap,
 // scale, positional encoding.
+//
+// Non-finite values (NaN, ±inf) in q, k or v: one rule on every CPU path (portable
+// and AVX2 loops, decode and prefill tiles, split-KV and its merge, MLA):
+//  1. What a query row does not see never reaches it: the K and V rows of keys
+//     masked for that row (causal, window, custom mask), of other requests, heads or
+//     pages, may hold anything, NaN included, without changing the row's o or LSE.
+//  2. A key of weight 0 adds nothing: its V row is never multiplied (a logit of -inf,
+//     or 2^(s - max) below float's range, is weight 0, as a masked key).
+//  3. Otherwise NaN propagates, as in FlashInfer: a NaN or +inf logit among the keys
+//     a row sees (a NaN or inf in q or in a visible key's k, or q·k beyond float's
+//     range) makes every element of that row's o NaN and its LSE NaN; with a soft cap
+//     an infinite logit is capped to ±cap and stays finite. A NaN or inf in the V row
+//     of a key of non-zero weight reaches o (NaN or ±inf) and leaves the LSE as is.
+//  4. Merging states (split-KV chunks, cascade levels, merge_state(s)): a state of LSE
+//     -inf weighs nothing, and a state merged only with such states comes out bit for
+//     bit; otherwise a NaN LSE makes the merged o and LSE NaN.
 #pragma once
 
 #include <optional>

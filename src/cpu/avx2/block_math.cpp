@@ -5,7 +5,9 @@
 // rows); the weighted sum of values as 4 rows x 16 dims (8 accumulators, each value
 // vector widened once for 4 rows). Both keep 11 of the 16 ymm registers busy, so
 // nothing spills. Templates on the storage dtype keep the widening inline.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "cpu/avx2/simd.hpp"
 #include "cpu/kernels.hpp"
@@ -170,30 +172,53 @@ void scores_as(const float* q, std::int64_t ldq, std::int64_t rows, const void* 
   }
 }
 
-// acc[r] = acc[r] * rescale[r] + sum_j w[r, j] v_rows[j] for R rows, 16 dims at a time;
-// each 8-element slice of a value row is widened once for the R rows.
+// Bit j of the result: some row r < R has weight w[r, j] == 0 (keys j < 32 of
+// `keys`). Such a key must not be multiplied into those rows: 0 * NaN is NaN, and a
+// masked key's value row may hold anything.
+template <int R>
+inline std::uint32_t zero_weight_keys(const float* w, std::int64_t ldw, std::int64_t keys) {
+  std::uint32_t bits = 0;
+  for (std::int64_t j = 0; j < keys; j += 8) {
+    __m256 zero = _mm256_setzero_ps();
+    for (int r = 0; r < R; ++r)
+      zero = _mm256_or_ps(zero, _mm256_cmp_ps(_mm256_loadu_ps(w + r * ldw + j), _mm256_setzero_ps(), _CMP_EQ_OQ));
+    bits |= std::uint32_t(_mm256_movemask_ps(zero)) << j;
+  }
+  return keys >= 32 ? bits : bits & ((1u << keys) - 1u);
+}
+
+// The weighted values of key j into the accumulators of R rows: one FMA per row, or,
+// for a key that some row gives weight 0, only the rows that weigh it.
+template <int R>
+inline void add_weighted(__m256 (&a)[R][2], const float* w, std::int64_t ldw, std::int64_t j, bool some_zero,
+                         __m256 v0, __m256 v1) {
+  for (int r = 0; r < R; ++r) {
+    if (some_zero && w[r * ldw + j] == 0.0f) continue;
+    const __m256 wr = _mm256_broadcast_ss(w + r * ldw + j);
+    a[r][0] = _mm256_fmadd_ps(wr, v0, a[r][0]);
+    a[r][1] = _mm256_fmadd_ps(wr, v1, a[r][1]);
+  }
+}
+
+// acc[r] = acc[r] * rescale[r] + sum_j w[r, j] v_rows[j] for R rows, 16 dims at a time
+// (keys <= 32); each 8-element slice of a value row is widened once for the R rows.
 template <DType T, int R>
 inline void accumulate_rows(const float* w, std::int64_t ldw, const void* const* v_rows, std::int64_t keys,
                             std::int64_t dim, float* acc, std::int64_t lda, const float* rescale,
                             const PrefetchRows* prefetch) {
   constexpr std::int64_t kSize = T == DType::kF32 ? 4 : (T == DType::kF16 || T == DType::kBF16) ? 2 : 1;
+  const std::uint32_t zero = zero_weight_keys<R>(w, ldw, keys);
   for (std::int64_t d = 0; d < dim; d += 16) {
     if (prefetch) prefetch_rows(*prefetch, prefetch->count * d / dim, prefetch->count * (d + 16) / dim);
     __m256 a[R][2];
     for (int r = 0; r < R; ++r) {
-      const __m256 sc = _mm256_set1_ps(rescale[r]);
+      const __m256 sc = _mm256_set1_ps(rescale ? rescale[r] : 1.0f);
       a[r][0] = _mm256_mul_ps(_mm256_loadu_ps(acc + r * lda + d), sc);
       a[r][1] = _mm256_mul_ps(_mm256_loadu_ps(acc + r * lda + d + 8), sc);
     }
     for (std::int64_t j = 0; j < keys; ++j) {
       const char* v = static_cast<const char*>(v_rows[j]) + d * kSize;
-      const __m256 v0 = load8(v, T);
-      const __m256 v1 = load8(v + 8 * kSize, T);
-      for (int r = 0; r < R; ++r) {
-        const __m256 wr = _mm256_broadcast_ss(w + r * ldw + j);
-        a[r][0] = _mm256_fmadd_ps(wr, v0, a[r][0]);
-        a[r][1] = _mm256_fmadd_ps(wr, v1, a[r][1]);
-      }
+      add_weighted<R>(a, w, ldw, j, (zero >> j) & 1u, load8(v, T), load8(v + 8 * kSize, T));
     }
     for (int r = 0; r < R; ++r) {
       _mm256_storeu_ps(acc + r * lda + d, a[r][0]);
@@ -214,22 +239,19 @@ template <int R>
 inline void accumulate_rows_bf16(const float* w, std::int64_t ldw, const void* const* v_rows,
                                  std::int64_t keys, std::int64_t dim, float* acc, std::int64_t lda,
                                  const float* rescale, const PrefetchRows* prefetch) {
+  const std::uint32_t zero = zero_weight_keys<R>(w, ldw, keys);
   for (std::int64_t d = 0; d < dim; d += 16) {
     if (prefetch) prefetch_rows(*prefetch, prefetch->count * d / dim, prefetch->count * (d + 16) / dim);
     __m256 a[R][2];
     for (int r = 0; r < R; ++r) {
-      const __m256 sc = _mm256_set1_ps(rescale[r]);
+      const __m256 sc = _mm256_set1_ps(rescale ? rescale[r] : 1.0f);
       split_even_odd(_mm256_mul_ps(_mm256_loadu_ps(acc + r * lda + d), sc),
                      _mm256_mul_ps(_mm256_loadu_ps(acc + r * lda + d + 8), sc), a[r][0], a[r][1]);
     }
     for (std::int64_t j = 0; j < keys; ++j) {
       __m256 ve, vo;
       load16_bf16_split(static_cast<const char*>(v_rows[j]) + d * 2, ve, vo);
-      for (int r = 0; r < R; ++r) {
-        const __m256 wr = _mm256_broadcast_ss(w + r * ldw + j);
-        a[r][0] = _mm256_fmadd_ps(wr, ve, a[r][0]);
-        a[r][1] = _mm256_fmadd_ps(wr, vo, a[r][1]);
-      }
+      add_weighted<R>(a, w, ldw, j, (zero >> j) & 1u, ve, vo);
     }
     for (int r = 0; r < R; ++r) {
       __m256 lo, hi;
@@ -251,27 +273,42 @@ inline void accumulate_rows_any(const float* w, std::int64_t ldw, const void* co
   }
 }
 
+// Rows of the block in tiles of kRowTile; keys <= 32. rescale may be null (1).
+template <DType T>
+void accumulate_run(const float* w, std::int64_t ldw, std::int64_t rows, const void* const* v_rows,
+                    std::int64_t keys, std::int64_t dim, float* acc, std::int64_t lda, const float* rescale,
+                    const PrefetchRows& prefetch) {
+  const PrefetchRows* pf = prefetch.count > 0 ? &prefetch : nullptr;
+  const auto at = [rescale](std::int64_t i) { return rescale ? rescale + i : nullptr; };
+  std::int64_t i = 0;
+  for (; i + kRowTile <= rows; i += kRowTile, pf = nullptr) {
+    accumulate_rows_any<T, 4>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, at(i), pf);
+  }
+  switch (rows - i) {
+    case 3:
+      accumulate_rows_any<T, 3>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, at(i), pf);
+      break;
+    case 2:
+      accumulate_rows_any<T, 2>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, at(i), pf);
+      break;
+    case 1:
+      accumulate_rows_any<T, 1>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, at(i), pf);
+      break;
+    default:
+      break;
+  }
+}
+
+// Keys in runs of 32 (the width of the zero-weight bits; the attention kernels pass
+// at most 32), the accumulators rescaled with the first.
 template <DType T>
 void accumulate_as(const float* w, std::int64_t ldw, std::int64_t rows, const void* const* v_rows,
                    std::int64_t keys, std::int64_t dim, float* acc, std::int64_t lda, const float* rescale,
                    const PrefetchRows& prefetch) {
-  const PrefetchRows* pf = prefetch.count > 0 ? &prefetch : nullptr;
-  std::int64_t i = 0;
-  for (; i + kRowTile <= rows; i += kRowTile, pf = nullptr) {
-    accumulate_rows_any<T, 4>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, rescale + i, pf);
-  }
-  switch (rows - i) {
-    case 3:
-      accumulate_rows_any<T, 3>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, rescale + i, pf);
-      break;
-    case 2:
-      accumulate_rows_any<T, 2>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, rescale + i, pf);
-      break;
-    case 1:
-      accumulate_rows_any<T, 1>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, rescale + i, pf);
-      break;
-    default:
-      break;
+  accumulate_run<T>(w, ldw, rows, v_rows, std::min<std::int64_t>(keys, 32), dim, acc, lda, rescale, prefetch);
+  for (std::int64_t j = 32; j < keys; j += 32) {
+    accumulate_run<T>(w + j, ldw, rows, v_rows + j, std::min<std::int64_t>(32, keys - j), dim, acc, lda, nullptr,
+                      {});
   }
 }
 
@@ -298,10 +335,26 @@ void block_softmax(float* s, std::int64_t lds, std::int64_t rows, std::int64_t k
                    float* rescale) {
   const std::int64_t n = (keys + 7) / 8 * 8;
   const float neg_inf = -__builtin_inff();
+  const __m256 inf = _mm256_set1_ps(__builtin_inff());
   for (std::int64_t i = 0; i < rows; ++i) {
     float* si = s + i * lds;
+    if (d[i] != d[i]) {  // poisoned by an earlier block: stays NaN
+      for (std::int64_t j = 0; j < n; j += 8) _mm256_storeu_ps(si + j, _mm256_setzero_ps());
+      rescale[i] = 1.0f;
+      continue;
+    }
     __m256 mx = _mm256_set1_ps(neg_inf);
-    for (std::int64_t j = 0; j < n; j += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(si + j));
+    __m256 non_finite = _mm256_setzero_ps();  // NaN or +inf: max_ps would drop a NaN
+    for (std::int64_t j = 0; j < n; j += 8) {
+      const __m256 x = _mm256_loadu_ps(si + j);
+      mx = _mm256_max_ps(mx, x);
+      non_finite = _mm256_or_ps(non_finite, _mm256_cmp_ps(x, inf, _CMP_NLT_UQ));
+    }
+    if (_mm256_movemask_ps(non_finite) != 0) {
+      for (std::int64_t j = 0; j < n; j += 8) _mm256_storeu_ps(si + j, _mm256_setzero_ps());
+      rescale[i] = m[i] = d[i] = __builtin_nanf("");
+      continue;
+    }
     const float block_max = hmax(mx);
     if (block_max == neg_inf) {
       for (std::int64_t j = 0; j < n; j += 8) _mm256_storeu_ps(si + j, _mm256_setzero_ps());
