@@ -1,38 +1,84 @@
 # SPDX-License-Identifier: Apache-2.0
-# The one list of compiled attention kernel instances. Each preset names its
-# instances; kvinfer_generate_instances() writes one .cu file per instance and the
-# registry (an X-macro list) that the kernel selector reads, so the two cannot drift.
+# The one list of compiled attention kernel instances, one list per kernel family and
+# preset. kvinfer_generate_instances() writes one .cu file per instance and the
+# registry (X-macro lists) that the kernel selector reads, so what the selector may
+# choose and what is compiled cannot drift. Which (dtype, head dim) combinations a
+# family serves is said here and nowhere else.
 #
-# Decode instance: "<q/o dtype>:<kv dtype>:<head_dim>" (CUDA cores, one query row per
-# request). Prefill instance: "<q/o dtype>:<kv dtype>:<head_dim_qk>:<head_dim_vo>"
-# (tensor cores; also serves decode when no decode instance matches). The mma
-# operands are of the query's type, so a prefill instance's KV is the query's type or
-# fp8 (converted exactly).
-set(KVINFER_DECODE_INSTANCES_minimal "bf16:bf16:128")
-set(KVINFER_DECODE_INSTANCES_default "")
+# An attention family is a folder src/cuda/attention/<family>/ whose instance.cuh
+# defines <family>::launch / occupancy / max_item_warps (cuda/attention/family.hpp);
+# its instances are "<q/o dtype>:<kv dtype>:<head_dim_qk>:<head_dim_vo>". The mma
+# operands are of the query's type, so a tensor-core family's KV is the query's type
+# or fp8 (converted exactly). docs/kernels.md, "Adding a kernel family", says how to
+# add one.
+#
+# "<folder>:<KernelFamily enumerator>", in the selector's order of preference.
+set(KVINFER_ATTENTION_FAMILIES
+    "cuda_core_decode:kCudaCoreDecode"
+    "key_row_tile:kKeyRowTile"
+    "tensor_core_tile:kTensorCoreTile"
+    "fp8_decode_tile:kFp8DecodeTile"
+    "wgmma_prefill:kWgmmaPrefill")
+
+# The CUDA-core decode kernel: one query token per request, any KV dtype.
+set(KVINFER_cuda_core_decode_INSTANCES_minimal "bf16:bf16:128:128")
+set(KVINFER_cuda_core_decode_INSTANCES_default "")
 foreach(q f16 bf16)
   foreach(kv ${q} e4m3 e5m2)
     foreach(d 64 128 256)
-      list(APPEND KVINFER_DECODE_INSTANCES_default "${q}:${kv}:${d}")
+      list(APPEND KVINFER_cuda_core_decode_INSTANCES_default "${q}:${kv}:${d}:${d}")
     endforeach()
   endforeach()
 endforeach()
-set(KVINFER_DECODE_INSTANCES_full ${KVINFER_DECODE_INSTANCES_default})
+set(KVINFER_cuda_core_decode_INSTANCES_full ${KVINFER_cuda_core_decode_INSTANCES_default})
 foreach(d 64 128 256)  # f16 q with bf16 KV and the reverse
-  list(APPEND KVINFER_DECODE_INSTANCES_full "f16:bf16:${d}" "bf16:f16:${d}")
+  list(APPEND KVINFER_cuda_core_decode_INSTANCES_full "f16:bf16:${d}:${d}" "bf16:f16:${d}:${d}")
 endforeach()
 
-set(KVINFER_PREFILL_INSTANCES_minimal "bf16:bf16:128:128")
-set(KVINFER_PREFILL_INSTANCES_default "")
+# The key-row decode tile (keys as the mma's M): 16-bit KV of the query's type.
+set(KVINFER_key_row_tile_INSTANCES_minimal "bf16:bf16:128:128")
+set(KVINFER_key_row_tile_INSTANCES_default "")
+foreach(q f16 bf16)
+  foreach(d 64 128 256)
+    list(APPEND KVINFER_key_row_tile_INSTANCES_default "${q}:${q}:${d}:${d}")
+  endforeach()
+endforeach()
+set(KVINFER_key_row_tile_INSTANCES_full ${KVINFER_key_row_tile_INSTANCES_default})
+
+# The portable tensor-core tiles (mma.sync; 16, 64 and 128 rows).
+set(KVINFER_tensor_core_tile_INSTANCES_minimal "bf16:bf16:128:128")
+set(KVINFER_tensor_core_tile_INSTANCES_default "")
 foreach(q f16 bf16)
   foreach(kv ${q} e4m3 e5m2)
     foreach(d 64 128 256)
-      list(APPEND KVINFER_PREFILL_INSTANCES_default "${q}:${kv}:${d}:${d}")
+      list(APPEND KVINFER_tensor_core_tile_INSTANCES_default "${q}:${kv}:${d}:${d}")
     endforeach()
   endforeach()
-  list(APPEND KVINFER_PREFILL_INSTANCES_default "${q}:${q}:192:128")  # DeepSeek-style qk 192 / vo 128
+  list(APPEND KVINFER_tensor_core_tile_INSTANCES_default "${q}:${q}:192:128")  # DeepSeek-style qk 192 / vo 128
 endforeach()
-set(KVINFER_PREFILL_INSTANCES_full ${KVINFER_PREFILL_INSTANCES_default})
+set(KVINFER_tensor_core_tile_INSTANCES_full ${KVINFER_tensor_core_tile_INSTANCES_default})
+
+# The fp8 decode tile (K and V converted in registers): 16-bit q, fp8 KV, head_dim 64/128.
+set(KVINFER_fp8_decode_tile_INSTANCES_minimal "")
+set(KVINFER_fp8_decode_tile_INSTANCES_default "")
+foreach(q f16 bf16)
+  foreach(kv e4m3 e5m2)
+    foreach(d 64 128)
+      list(APPEND KVINFER_fp8_decode_tile_INSTANCES_default "${q}:${kv}:${d}:${d}")
+    endforeach()
+  endforeach()
+endforeach()
+set(KVINFER_fp8_decode_tile_INSTANCES_full ${KVINFER_fp8_decode_tile_INSTANCES_default})
+
+# The sm90 wgmma prefill: 16-bit KV of the query's type, equal head dims 64/128/256.
+set(KVINFER_wgmma_prefill_INSTANCES_minimal "bf16:bf16:128:128")
+set(KVINFER_wgmma_prefill_INSTANCES_default "")
+foreach(q f16 bf16)
+  foreach(d 64 128 256)
+    list(APPEND KVINFER_wgmma_prefill_INSTANCES_default "${q}:${q}:${d}:${d}")
+  endforeach()
+endforeach()
+set(KVINFER_wgmma_prefill_INSTANCES_full ${KVINFER_wgmma_prefill_INSTANCES_default})
 
 # MLA instance: "<q/o dtype>:<kv dtype>" (tensor cores; head_dim_ckv 512, with or
 # without the 64-wide rotary part; items of 16, 32 or 64 rows).
@@ -55,50 +101,38 @@ set(_kvinfer_dtype_e4m3 "kE4M3")
 set(_kvinfer_dtype_e5m2 "kE5M2")
 
 function(kvinfer_generate_instances target)
-  if(NOT DEFINED KVINFER_DECODE_INSTANCES_${KVINFER_INSTANCES})
+  if(NOT DEFINED KVINFER_MLA_INSTANCES_${KVINFER_INSTANCES})
     message(FATAL_ERROR "KVINFER_INSTANCES=${KVINFER_INSTANCES}: use minimal, default or full")
   endif()
   set(dir ${CMAKE_BINARY_DIR}/generated/cuda)
+  set(families "")
   set(registry "")
   set(sources "")
-  foreach(inst ${KVINFER_DECODE_INSTANCES_${KVINFER_INSTANCES}})
-    string(REPLACE ":" ";" parts ${inst})
-    list(GET parts 0 q)
-    list(GET parts 1 kv)
-    list(GET parts 2 d)
-    set(tq ${_kvinfer_ctype_${q}})
-    set(tkv ${_kvinfer_ctype_${kv}})
-    set(file ${dir}/decode_${q}_${kv}_d${d}.cu)
-    file(CONFIGURE OUTPUT ${file} CONTENT
-"// Generated by cmake/KvinferInstances.cmake: one decode kernel instance.
-#include \"cuda/attention/decode_kernel.cuh\"
+  foreach(entry ${KVINFER_ATTENTION_FAMILIES})
+    string(REPLACE ":" ";" entry_parts ${entry})
+    list(GET entry_parts 0 family)
+    list(GET entry_parts 1 key)
+    string(APPEND families "KVINFER_ATTENTION_FAMILY(${family}, ${key})\n")
+    foreach(inst ${KVINFER_${family}_INSTANCES_${KVINFER_INSTANCES}})
+      string(REPLACE ":" ";" parts ${inst})
+      list(GET parts 0 q)
+      list(GET parts 1 kv)
+      list(GET parts 2 dqk)
+      list(GET parts 3 dvo)
+      set(tq ${_kvinfer_ctype_${q}})
+      set(tkv ${_kvinfer_ctype_${kv}})
+      set(file ${dir}/${family}_${q}_${kv}_d${dqk}_${dvo}.cu)
+      file(CONFIGURE OUTPUT ${file} CONTENT
+"// Generated by cmake/KvinferInstances.cmake: one instance of the ${family} family.
+#include \"cuda/attention/${family}/instance.cuh\"
 namespace kvinfer::cuda {
-KVINFER_INSTANTIATE_DECODE(${tq}, ${tkv}, ${d})
+KVINFER_INSTANTIATE_ATTENTION(${family}, ${tq}, ${tkv}, ${dqk}, ${dvo})
 }
 ")
-    list(APPEND sources ${file})
-    string(APPEND registry "KVINFER_DECODE_INSTANCE(${tq}, ${_kvinfer_dtype_${q}}, ${tkv}, ${_kvinfer_dtype_${kv}}, ${d})\n")
-  endforeach()
-  set(prefill_registry "")
-  foreach(inst ${KVINFER_PREFILL_INSTANCES_${KVINFER_INSTANCES}})
-    string(REPLACE ":" ";" parts ${inst})
-    list(GET parts 0 q)
-    list(GET parts 1 kv)
-    list(GET parts 2 dqk)
-    list(GET parts 3 dvo)
-    set(tq ${_kvinfer_ctype_${q}})
-    set(tkv ${_kvinfer_ctype_${kv}})
-    set(file ${dir}/prefill_${q}_${kv}_d${dqk}_${dvo}.cu)
-    file(CONFIGURE OUTPUT ${file} CONTENT
-"// Generated by cmake/KvinferInstances.cmake: one prefill kernel instance.
-#include \"cuda/attention/prefill_launch.cuh\"
-namespace kvinfer::cuda {
-KVINFER_INSTANTIATE_PREFILL(${tq}, ${tkv}, ${dqk}, ${dvo})
-}
-")
-    list(APPEND sources ${file})
-    string(APPEND prefill_registry
-           "KVINFER_PREFILL_INSTANCE(${tq}, ${_kvinfer_dtype_${q}}, ${tkv}, ${_kvinfer_dtype_${kv}}, ${dqk}, ${dvo})\n")
+      list(APPEND sources ${file})
+      string(APPEND registry "KVINFER_ATTENTION_INSTANCE(${family}, ${key}, ${tq}, ${_kvinfer_dtype_${q}}, ${tkv}, "
+                             "${_kvinfer_dtype_${kv}}, ${dqk}, ${dvo})\n")
+    endforeach()
   endforeach()
   set(mla_registry "")
   foreach(inst ${KVINFER_MLA_INSTANCES_${KVINFER_INSTANCES}})
@@ -121,11 +155,11 @@ KVINFER_INSTANTIATE_MLA(${tq}, ${tkv})
   file(CONFIGURE OUTPUT ${dir}/mla_instances.inc CONTENT
 "// Generated by cmake/KvinferInstances.cmake: the MLA instances of preset ${KVINFER_INSTANCES}.
 ${mla_registry}")
-  file(CONFIGURE OUTPUT ${dir}/prefill_instances.inc CONTENT
-"// Generated by cmake/KvinferInstances.cmake: the prefill instances of preset ${KVINFER_INSTANCES}.
-${prefill_registry}")
-  file(CONFIGURE OUTPUT ${dir}/decode_instances.inc CONTENT
-"// Generated by cmake/KvinferInstances.cmake: the decode instances of preset ${KVINFER_INSTANCES}.
+  file(CONFIGURE OUTPUT ${dir}/attention_families.inc CONTENT
+"// Generated by cmake/KvinferInstances.cmake: the attention kernel families (folder, KernelFamily).
+${families}")
+  file(CONFIGURE OUTPUT ${dir}/attention_instances.inc CONTENT
+"// Generated by cmake/KvinferInstances.cmake: the attention instances of preset ${KVINFER_INSTANCES}.
 ${registry}")
   target_sources(${target} PRIVATE ${sources})
   target_include_directories(${target} PRIVATE ${dir})

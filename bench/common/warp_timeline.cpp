@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "cuda/attention/warp_timeline.hpp"
+#include "cuda/attention/tile/warp_timeline.hpp"
 #include "cuda/check.cuh"
 #endif
 

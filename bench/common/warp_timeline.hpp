@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The decode tiles' warp timeline (src/cuda/attention/warp_timeline.cuh), read back
+// The decode tiles' warp timeline (src/cuda/attention/tile/warp_timeline.cuh), read back
 // and summarised, in builds with the CMake option KVINFER_CUDA_TIMELINE.
 #pragma once
 

@@ -34,6 +34,7 @@ struct AttentionKernelTraits {
 
 // The same for MLA (no item warps).
 struct MlaKernelTraits {
+  KernelKey key;  // what run() launches
   std::int32_t q_tile_rows = 64;
   int work_items_per_processor = 1;
   std::int64_t split_waves = 4;

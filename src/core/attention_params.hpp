@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "kvinfer/attention/options.hpp"
+#include "core/kernel_key.hpp"
 #include "kvinfer/core/tensor.hpp"
 #include "kvinfer/layout/kv_layout.hpp"
 #include "plan/schedule.hpp"
@@ -42,21 +43,6 @@ struct AttentionProblem {
   PrefillBackend backend = PrefillBackend::kAuto;
 
   std::int64_t group_size() const { return num_qo_heads / num_kv_heads; }
-};
-
-// The kernel a plan runs on, as its backend's selector chose it at plan time:
-// run() launches it and decides nothing again. Plain values, opaque to core.
-enum class KernelFamily : std::uint8_t {
-  kCpu,             // the CPU backend's kernels
-  kCudaCoreDecode,  // CUDA-core decode (one query row per request), or its key-row tile
-  kTensorCoreTile,  // the portable mma.sync tiles (16, 64, 128 rows; the fp8 decode tile)
-  kWgmmaPrefill,    // the sm90 wgmma prefill mainloop
-};
-
-struct KernelKey {
-  KernelFamily family = KernelFamily::kCpu;
-  std::int32_t instance = -1;    // index in the backend's registry of compiled instances
-  std::int32_t launch_rows = 0;  // the launched tile's packed rows (may differ from the plan's q_tile_rows)
 };
 
 struct AttentionParams {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "core/kernel_key.hpp"
 #include "kvinfer/core/tensor.hpp"
 #include "plan/schedule.hpp"
 
@@ -33,6 +34,7 @@ struct MLAProblem {
 
 struct MLAParams {
   MLAProblem problem;
+  KernelKey kernel;         // chosen at plan time
   float ckv_scale = 1.0f;   // multiplies q_nope·ckv and the value
   float kpe_scale = 1.0f;   // multiplies q_pe·kpe
   bool lse_base_e = false;  // the LSE written out; partial states stay base 2

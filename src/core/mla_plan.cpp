@@ -120,7 +120,7 @@ MLAPlan::Checked MLAPlan::check_plan(const MLAPlanArgs& a) const {
   return c;
 }
 
-Schedule MLAPlan::make_plan_schedule(const Checked& c, const SplitOptions& split) const {
+Schedule MLAPlan::make_plan_schedule(const Checked& c, const SplitOptions& split, KernelKey* kernel_out) const {
   const MLAProblem& pr = c.problem;
   ScheduleInput in;
   in.op = kOp;
@@ -139,6 +139,7 @@ Schedule MLAPlan::make_plan_schedule(const Checked& c, const SplitOptions& split
   // rows (decode with 16 heads: 16), so no CTA computes empty row blocks.
   const std::int64_t max_item_rows = std::min<std::int64_t>(kQTileRows, pr.max_qo_len * pr.num_heads);
   const MlaKernelTraits traits = backend_->mla_kernel(pr, max_item_rows, device_.index);
+  if (kernel_out) *kernel_out = traits.key;
   in.q_tile_rows = traits.q_tile_rows;
   DeviceProfile profile = profile_;
   profile.work_items_per_processor = traits.work_items_per_processor;
@@ -163,12 +164,14 @@ void MLAPlan::plan(const MLAPlanArgs& args) {
   // the plan in place. The upload then writes the workspace; if it fails (out of
   // memory) there is no plan, and run() throws until the next plan().
   const Checked c = check_plan(args);
-  Schedule s = make_plan_schedule(c, args.split);
+  KernelKey kernel;
+  Schedule s = make_plan_schedule(c, args.split, &kernel);
   workspace_.check_fits(kOp, s.layout);
   planned_ = false;
   workspace_.upload(kOp, s, c.problem.batch_size, c.problem.nnz_q);
   kv_indices_ = args.kv_indices;
   problem_ = c.problem;
+  kernel_ = kernel;
   schedule_ = std::move(s);
   planned_ = true;
 }
@@ -247,6 +250,7 @@ void MLAPlan::run(const TensorView& q_nope, const TensorView& q_pe, const MLACac
   p.kpe = cache.kpe;
   p.kv_indices = kv_indices_;
   bind_schedule(p, workspace_.view(schedule_.layout), schedule_);
+  p.kernel = kernel_;
   p.q_tile_rows = schedule_.q_tile_rows;
   p.max_chunks = schedule_.max_chunks;
   p.fixed_split = schedule_.fixed_split;

@@ -41,7 +41,8 @@ class MLAPlan {
     std::vector<std::int32_t> kv_begin;  // kv_indptr[i]: first page slot of request i
   };
   Checked check_plan(const MLAPlanArgs& args) const;
-  Schedule make_plan_schedule(const Checked& c, const SplitOptions& split) const;
+  // The schedule of a checked call, and the key of the kernel that will run it.
+  Schedule make_plan_schedule(const Checked& c, const SplitOptions& split, KernelKey* kernel_out = nullptr) const;
   void check_run(const TensorView& q_nope, const TensorView& q_pe, const MLACache& cache,
                  const TensorView& out, const MLARunOptions& options) const;
 
@@ -52,6 +53,7 @@ class MLAPlan {
 
   bool planned_ = false;
   MLAProblem problem_;
+  KernelKey kernel_;
   Schedule schedule_;
   TensorView kv_indices_;
   PlanWorkspace workspace_;

@@ -14,11 +14,12 @@ std::string describe(const AttentionProblem& pr) {
                      pr.head_dim_vo != pr.head_dim_qk ? fmt::format("/{}", pr.head_dim_vo) : std::string());
 }
 
-int find(const std::vector<AttentionInstance>& list, const AttentionProblem& pr) {
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    const AttentionInstance& inst = list[i];
-    if (inst.q == pr.q_dtype && inst.kv == pr.kv_dtype && inst.head_dim_qk == pr.head_dim_qk &&
-        inst.head_dim_vo == pr.head_dim_vo)
+// The index of the family's instance compiled for the problem's dtypes and head dims, or -1.
+int find(const AttentionKernelCaps& caps, KernelFamily family, const AttentionProblem& pr) {
+  for (std::size_t i = 0; i < caps.instances.size(); ++i) {
+    const AttentionInstance& inst = caps.instances[i];
+    if (inst.family == family && inst.q == pr.q_dtype && inst.kv == pr.kv_dtype &&
+        inst.head_dim_qk == pr.head_dim_qk && inst.head_dim_vo == pr.head_dim_vo)
       return int(i);
   }
   return -1;
@@ -40,12 +41,11 @@ int decode_tile_rows(std::int64_t group) {
 // GQA group's rows of one token. From 2 rows per KV head on, the CUDA-core kernel is
 // bound by issuing its multiply-adds (0.48-0.52 of the read bandwidth at group 4,
 // 0.80 at group 1) while this one streams at 0.81-0.95 (docs/kernels.md). 16-bit KV
-// of the query's type at head_dim 64 and 256, groups 2-8, no RoPE, goes to the decode
-// instances, where launch_decode runs the key-row tile (decode_tile_kq.cuh): at 256,
-// 128 accumulators per lane leave the one-warp tile too few registers (the key-row
-// tile needs 64); at 64, the key-row tile's lighter CTAs share an SM in greater
-// numbers. The general logits (ALiBi, soft cap) run only on the 64-row tiles, so
-// they stay on the CUDA cores.
+// of the query's type at head_dim 64 and 256, groups 2-8, no RoPE, takes the key-row
+// tile (decode_row_kernel): at 256, 128 accumulators per lane leave the one-warp tile
+// too few registers (the key-row tile needs 64); at 64, the key-row tile's lighter
+// CTAs share an SM in greater numbers. The general logits (ALiBi, soft cap) run only
+// on the 64-row tiles, so they stay on the CUDA cores.
 constexpr int kDecodeTileRows = 16;
 bool tensor_core_decode(const AttentionProblem& pr) {
   const std::int64_t group = pr.group_size();
@@ -69,13 +69,20 @@ int tile_rows(const AttentionProblem& pr) {
   return std::int64_t(pr.max_qo_len) * pr.group_size() <= 64 ? 64 : 128;
 }
 
-// Prefill on 128-row tiles takes the Hopper mainloop where the instance has one, the
-// device is sm_90 and the logits are plain (no RoPE: it rotates tiles in shared
-// memory, which only the portable kernel does), unless options.backend asks for the
-// portable one; asked for explicitly, it runs 128-row tiles whatever the lengths.
-KernelKey tile_choice(int index, const AttentionInstance& inst, const AttentionProblem& pr, bool hopper) {
+// Prefill on 128-row tiles takes the Hopper mainloop where an instance of it is
+// compiled, the device is sm_90 and the logits are plain (no RoPE: it rotates tiles in
+// shared memory, which only the portable kernel does), unless options.backend asks for
+// the portable one; asked for explicitly, it runs 128-row tiles whatever the lengths.
+// 16-row tiles with fp8 KV take the fp8 decode tile where one is compiled: it converts
+// K and V in registers, where the portable tile stages and converts them in shared
+// memory (docs/kernels.md, "fp8 decode tile").
+KernelKey tile_choice(int index, const AttentionProblem& pr, const AttentionKernelCaps& caps) {
   const int rows = tile_rows(pr);
-  const bool supported = inst.has_wgmma && !general_logits(pr) && pr.pos_encoding == PosEncoding::kNone;
+  const bool general = general_logits(pr);
+  const int wgmma =
+      !general && pr.pos_encoding == PosEncoding::kNone ? find(caps, KernelFamily::kWgmmaPrefill, pr) : -1;
+  const bool supported = wgmma >= 0;
+  const bool hopper = caps.hopper;
   if (pr.backend == PrefillBackend::kHopper) {
     if (!supported) {
       throw Error(
@@ -88,14 +95,20 @@ KernelKey tile_choice(int index, const AttentionInstance& inst, const AttentionP
       throw Error("attention", "options.backend", "fa3 (Hopper)",
                   "needs an sm_90 device and a build with sm_90a code (KVINFER_CUDA_ARCHS)");
     }
-    return {KernelFamily::kWgmmaPrefill, index, 128};
+    return {KernelFamily::kWgmmaPrefill, wgmma, 128};
   }
-  const bool wgmma = supported && rows == 128 && pr.backend == PrefillBackend::kAuto && hopper;
-  return {wgmma ? KernelFamily::kWgmmaPrefill : KernelFamily::kTensorCoreTile, index, rows};
+  if (general) return {KernelFamily::kTensorCoreTile, index, rows, KernelVariant::kGeneralLogits};
+  if (supported && rows == 128 && pr.backend == PrefillBackend::kAuto && hopper) {
+    return {KernelFamily::kWgmmaPrefill, wgmma, 128};
+  }
+  if (rows == kDecodeTileRows && is_fp8(pr.kv_dtype)) {
+    if (const int i = find(caps, KernelFamily::kFp8DecodeTile, pr); i >= 0) return {KernelFamily::kFp8DecodeTile, i, rows};
+  }
+  return {KernelFamily::kTensorCoreTile, index, rows};
 }
 
 // At head_dim 128 the 16-row tile plans 16-bit decode of groups 2-8 and the key-row
-// tile (decode_tile_kq.cuh) runs the plan: both hold 8 warps per multiprocessor (the
+// tile runs the plan: both hold 8 warps per multiprocessor (the
 // 16-row tile's one-warp CTAs; the key-row tile's CTAs of item warps, and its one-warp
 // CTAs padded to 8), so one plan suits both. On the H200 the key-row tile is 1-3%
 // faster with item warps (1 x 32k 41.0 -> 39.8 us, 16 x 8k 127.3 -> 125.9, 64 x 4k
@@ -108,23 +121,28 @@ bool key_row_decode(const AttentionProblem& pr) {
          !general_logits(pr);
 }
 
+// The CUDA cores' decode, or the key-row tile where it runs the same items: rows of 2
+// or more (a head group), plain logits (it has no RoPE, ALiBi or soft cap).
+KernelKey decode_choice(int index, const AttentionProblem& pr, const AttentionKernelCaps& caps) {
+  const int rows = decode_tile_rows(pr.group_size());
+  if (rows >= 2 && pr.pos_encoding == PosEncoding::kNone && !general_logits(pr)) {
+    if (const int i = find(caps, KernelFamily::kKeyRowTile, pr); i >= 0) return {KernelFamily::kKeyRowTile, i, rows};
+  }
+  return {KernelFamily::kCudaCoreDecode, index, rows};
+}
+
 KernelKey plan_kernel(const AttentionProblem& pr, const AttentionKernelCaps& caps) {
   if (pr.o_dtype != pr.q_dtype) {
     throw Error(
         "attention", "out.dtype", dtype_name(pr.o_dtype),
         fmt::format("the CUDA kernels write the output in the query's dtype ({})", dtype_name(pr.q_dtype)));
   }
+  const int tile = find(caps, KernelFamily::kTensorCoreTile, pr);
   if (is_decode_problem(pr) && pr.backend != PrefillBackend::kHopper) {
-    if (tensor_core_decode(pr)) {
-      if (const int i = find(caps.tiles, pr); i >= 0)
-        return {KernelFamily::kTensorCoreTile, i, kDecodeTileRows};
-    }
-    if (const int i = find(caps.decode, pr); i >= 0) {
-      return {KernelFamily::kCudaCoreDecode, i, decode_tile_rows(pr.group_size())};
-    }
+    if (tensor_core_decode(pr) && tile >= 0) return tile_choice(tile, pr, caps);
+    if (const int i = find(caps, KernelFamily::kCudaCoreDecode, pr); i >= 0) return decode_choice(i, pr, caps);
   }
-  if (const int i = find(caps.tiles, pr); i >= 0)
-    return tile_choice(i, caps.tiles[std::size_t(i)], pr, caps.hopper);
+  if (tile >= 0) return tile_choice(tile, pr, caps);
   throw Error(
       "attention", "kernel", describe(pr),
       fmt::format("no CUDA kernel for this configuration is compiled in the '{}' instance preset; configure "
@@ -144,8 +162,8 @@ AttentionSelection select_attention_kernel(const AttentionProblem& pr, const Att
   AttentionSelection s;
   s.plan = s.run = plan_kernel(pr, caps);
   if (key_row_decode(pr)) {
-    if (const int i = find(caps.decode, pr); i >= 0) {
-      s.run = {KernelFamily::kCudaCoreDecode, i, decode_tile_rows(pr.group_size())};
+    if (const int i = find(caps, KernelFamily::kKeyRowTile, pr); i >= 0) {
+      s.run = {KernelFamily::kKeyRowTile, i, decode_tile_rows(pr.group_size())};
     }
   }
   return s;

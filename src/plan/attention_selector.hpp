@@ -15,17 +15,18 @@ namespace kvinfer::detail {
 
 // One compiled instance of an attention kernel family (cmake/KvinferInstances.cmake).
 struct AttentionInstance {
+  KernelFamily family = KernelFamily::kTensorCoreTile;
   DType q = DType::kBF16, kv = DType::kBF16;
   int head_dim_qk = 0, head_dim_vo = 0;
-  bool has_wgmma = false;  // a tile instance with the sm90 wgmma mainloop
 };
 
 // What a CUDA device and the build offer the selector.
 struct AttentionKernelCaps {
-  std::vector<AttentionInstance> decode;  // CUDA-core decode instances (hosting the key-row tile)
-  std::vector<AttentionInstance> tiles;   // tensor-core tile instances (prefill; 16-row and fp8 decode tiles)
-  bool hopper = false;                    // an sm_90 device running this build's sm_90a code
-  std::string preset = "default";         // the instance preset, for the error that names it
+  // Every compiled instance of every family, in the registry's order (a key's
+  // `instance` is an index of this list).
+  std::vector<AttentionInstance> instances;
+  bool hopper = false;             // an sm_90 device running this build's sm_90a code
+  std::string preset = "default";  // the instance preset, for the error that names it
 };
 
 struct AttentionSelection {

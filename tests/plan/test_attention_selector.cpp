@@ -15,14 +15,23 @@ using testing::expect_error;
 AttentionKernelCaps default_preset(bool hopper) {
   AttentionKernelCaps c;
   c.hopper = hopper;
+  const auto add = [&](KernelFamily f, DType q, DType kv, int dqk, int dvo) {
+    c.instances.push_back({f, q, kv, dqk, dvo});
+  };
   for (DType q : {DType::kF16, DType::kBF16}) {
     for (DType kv : {q, DType::kE4M3, DType::kE5M2}) {
       for (int d : {64, 128, 256}) {
-        c.decode.push_back({q, kv, d, d, false});
-        c.tiles.push_back({q, kv, d, d, kv == q});
+        add(KernelFamily::kCudaCoreDecode, q, kv, d, d);
+        add(KernelFamily::kTensorCoreTile, q, kv, d, d);
+        if (kv == q) {
+          add(KernelFamily::kKeyRowTile, q, kv, d, d);
+          add(KernelFamily::kWgmmaPrefill, q, kv, d, d);
+        } else if (d <= 128) {
+          add(KernelFamily::kFp8DecodeTile, q, kv, d, d);
+        }
       }
     }
-    c.tiles.push_back({q, q, 192, 128, false});
+    add(KernelFamily::kTensorCoreTile, q, q, 192, 128);
   }
   return c;
 }
@@ -42,9 +51,10 @@ void expect_key(const KernelKey& k, KernelFamily family, int rows, const Attenti
                 const AttentionProblem& pr) {
   EXPECT_EQ(k.family, family);
   EXPECT_EQ(k.launch_rows, rows);
-  const auto& list = family == KernelFamily::kCudaCoreDecode ? caps.decode : caps.tiles;
+  const auto& list = caps.instances;
   ASSERT_GE(k.instance, 0);
   ASSERT_LT(std::size_t(k.instance), list.size());
+  EXPECT_EQ(list[std::size_t(k.instance)].family, family);
   EXPECT_EQ(list[std::size_t(k.instance)].q, pr.q_dtype);
   EXPECT_EQ(list[std::size_t(k.instance)].kv, pr.kv_dtype);
   EXPECT_EQ(list[std::size_t(k.instance)].head_dim_qk, pr.head_dim_qk);
@@ -56,24 +66,36 @@ TEST(AttentionSelector, Decode16BitAtHeadDim128PlansAsTheTileAndRunsTheKeyRowTil
   const AttentionProblem pr = problem(DType::kBF16, DType::kBF16, 4, 128, 1);
   const AttentionSelection s = select_attention_kernel(pr, kH200);
   expect_key(s.plan, KernelFamily::kTensorCoreTile, 16, kH200, pr);
-  expect_key(s.run, KernelFamily::kCudaCoreDecode, 4, kH200, pr);
+  expect_key(s.run, KernelFamily::kKeyRowTile, 4, kH200, pr);
 }
 
-TEST(AttentionSelector, Decode16BitAtHeadDims64And256TakesTheDecodeInstance) {
+TEST(AttentionSelector, Decode16BitAtHeadDims64And256TakesTheKeyRowTile) {
   for (int d : {64, 256}) {
     const AttentionProblem pr = problem(DType::kF16, DType::kF16, 4, d, 1);
     const AttentionSelection s = select_attention_kernel(pr, kH200);
-    expect_key(s.plan, KernelFamily::kCudaCoreDecode, 4, kH200, pr);
+    expect_key(s.plan, KernelFamily::kKeyRowTile, 4, kH200, pr);
     EXPECT_EQ(s.run.family, s.plan.family);
     EXPECT_EQ(s.run.launch_rows, s.plan.launch_rows);
+    // RoPE, which the key-row tile does not apply: the 16-row tile where its
+    // accumulators fit (head_dim 64), else the CUDA cores, which plan and run it.
+    AttentionProblem rope = pr;
+    rope.pos_encoding = PosEncoding::kRopeLlama;
+    const AttentionSelection r = select_attention_kernel(rope, kH200);
+    const KernelFamily family = d == 64 ? KernelFamily::kTensorCoreTile : KernelFamily::kCudaCoreDecode;
+    expect_key(r.plan, family, d == 64 ? 16 : 4, kH200, rope);
+    expect_key(r.run, family, d == 64 ? 16 : 4, kH200, rope);
   }
 }
 
-TEST(AttentionSelector, Fp8DecodeTakesTheSixteenRowTile) {
+TEST(AttentionSelector, Fp8DecodeTakesTheFp8DecodeTile) {
   const AttentionProblem pr = problem(DType::kBF16, DType::kE4M3, 4, 128, 1);
   const AttentionSelection s = select_attention_kernel(pr, kH200);
-  expect_key(s.plan, KernelFamily::kTensorCoreTile, 16, kH200, pr);
-  expect_key(s.run, KernelFamily::kTensorCoreTile, 16, kH200, pr);
+  expect_key(s.plan, KernelFamily::kFp8DecodeTile, 16, kH200, pr);
+  expect_key(s.run, KernelFamily::kFp8DecodeTile, 16, kH200, pr);
+  // Where no fp8 decode tile is compiled (head_dim 256 has none), the 16-row tile's
+  // accumulators do not fit either: the CUDA cores.
+  const AttentionProblem d256 = problem(DType::kBF16, DType::kE4M3, 4, 256, 1);
+  expect_key(select_attention_kernel(d256, kH200).run, KernelFamily::kCudaCoreDecode, 4, kH200, d256);
   // RoPE cannot rotate K converted in registers: the CUDA cores.
   AttentionProblem rope = pr;
   rope.pos_encoding = PosEncoding::kRopeLlama;
@@ -103,6 +125,8 @@ TEST(AttentionSelector, PrefillTilesByLengthAndDevice) {
   AttentionProblem mask = pr;
   mask.mask_mode = MaskMode::kCustom;
   expect_key(select_attention_kernel(mask, kH200).run, KernelFamily::kTensorCoreTile, 64, kH200, mask);
+  EXPECT_EQ(select_attention_kernel(mask, kH200).run.variant, KernelVariant::kGeneralLogits);
+  EXPECT_EQ(select_attention_kernel(pr, ampere).run.variant, KernelVariant::kPlain);
   AttentionProblem split_dims = pr;
   split_dims.head_dim_qk = 192;
   expect_key(select_attention_kernel(split_dims, kH200).run, KernelFamily::kTensorCoreTile, 128, kH200,
@@ -124,14 +148,16 @@ TEST(AttentionSelector, WhatNoInstanceRunsNamesTheArgumentOrThePreset) {
   expect_error([&] { select_attention_kernel(out, kH200); }, "out.dtype");
   AttentionKernelCaps minimal;
   minimal.preset = "minimal";
-  minimal.decode.push_back({DType::kBF16, DType::kBF16, 128, 128, false});
-  minimal.tiles.push_back({DType::kBF16, DType::kBF16, 128, 128, true});
+  for (KernelFamily f : {KernelFamily::kCudaCoreDecode, KernelFamily::kKeyRowTile, KernelFamily::kTensorCoreTile,
+                         KernelFamily::kWgmmaPrefill}) {
+    minimal.instances.push_back({f, DType::kBF16, DType::kBF16, 128, 128});
+  }
   const AttentionProblem d512 = problem(DType::kBF16, DType::kBF16, 4, 512, 1);
   expect_error([&] { select_attention_kernel(d512, minimal); }, "kernel", "'minimal' instance preset");
   const AttentionProblem f16 = problem(DType::kF16, DType::kF16, 4, 128, 1);
   expect_error([&] { select_attention_kernel(f16, minimal); }, "kernel", "-DKVINFER_INSTANCES=default");
   expect_key(select_attention_kernel(problem(DType::kBF16, DType::kBF16, 4, 128, 1), minimal).run,
-             KernelFamily::kCudaCoreDecode, 4, minimal, problem(DType::kBF16, DType::kBF16, 4, 128, 1));
+             KernelFamily::kKeyRowTile, 4, minimal, problem(DType::kBF16, DType::kBF16, 4, 128, 1));
 }
 
 }  // namespace

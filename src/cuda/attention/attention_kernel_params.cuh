@@ -62,12 +62,6 @@ struct AttentionKernelParams {
 
 AttentionKernelParams make_kernel_params(const detail::AttentionParams& p);
 
-// The prefill instances that also have the Hopper (wgmma) mainloop of
-// prefill_kernel_sm90.cuh: 16-bit KV of the query's type, equal head dims 64/128/256.
-template <class TQ, class TKV, int DQK, int DVO>
-inline constexpr bool kHasWgmmaPrefill =
-    std::is_same_v<TQ, TKV> && DQK == DVO && (DQK == 64 || DQK == 128 || DQK == 256);
-
 // Every attention kernel calls this once it has read what only its plan wrote (its
 // work item, its request's entry) and before any tensor of the caller's (q, the
 // cache, page ids, the mask, out, lse): as a programmatic dependent launch

@@ -17,7 +17,7 @@
 #include <string>
 #include <type_traits>
 
-#include "cuda/attention/math.cuh"
+#include "cuda/attention/tile/math.cuh"
 #include "cuda/attention/merge_partials.hpp"
 #include "cuda/common/convert.cuh"
 #include "cuda/common/launch.cuh"

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The attention kernel selector: one registry of compiled instances (generated
-// from cmake/KvinferInstances.cmake), read both to plan (select_kernel) and to
-// launch (run_attention), so "supported" and "launchable" cannot drift.
+// The CUDA backend's side of the attention kernel selector: one registry of the
+// compiled instances of every family (generated from cmake/KvinferInstances.cmake),
+// read both to plan (the capabilities select_attention_kernel takes) and to launch
+// (run_attention runs the key the plan holds), so "supported" and "launchable" cannot
+// drift.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -12,8 +14,9 @@
 #include "cuda/backend.hpp"
 #include "plan/attention_selector.hpp"
 #include "cuda/attention/attention_kernel_params.cuh"
+#include "cuda/attention/family.hpp"
 #include "cuda/attention/merge_partials.hpp"
-#include "cuda/attention/warp_timeline.hpp"
+#include "cuda/attention/tile/warp_timeline.hpp"
 #include "cuda/check.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/runtime.hpp"
@@ -22,104 +25,40 @@
 
 namespace kvinfer::cuda {
 
-// Declarations of the instances' launch functions (defined in decode_kernel.cuh and
-// prefill_kernel.cuh).
-template <class TQ, class TKV, class TO, int D>
-void launch_decode(const AttentionKernelParams& p, int q_tile_rows, std::int64_t grid, cudaStream_t stream);
-template <class TQ, class TKV, class TO, int D>
-int decode_occupancy(int q_tile_rows);
-template <class TQ, class TKV, class TO, int D>
-int decode_max_item_warps(int q_tile_rows);
-template <class TQ, class TKV, class TO, int DQK, int DVO>
-void launch_prefill(const AttentionKernelParams& p, int q_tile_rows, std::int64_t grid, cudaStream_t stream);
-template <class TQ, class TKV, class TO, int DQK, int DVO>
-int prefill_occupancy(int q_tile_rows);
-template <class TQ, class TKV, class TO, int DQK, int DVO>
-int prefill_max_item_warps(int q_tile_rows);
-template <class TQ, class TKV, class TO, int DQK, int DVO>
-void launch_prefill_wgmma(const AttentionKernelParams& p, int q_tile_rows, std::int64_t grid,
-                          cudaStream_t stream);
-template <class TQ, class TKV, class TO, int DQK, int DVO>
-int prefill_wgmma_occupancy(int q_tile_rows);
+// The families' instance APIs (family.hpp), defined in each family's instance.cuh.
+#define KVINFER_ATTENTION_FAMILY(family, key) KVINFER_DECLARE_ATTENTION_FAMILY(family)
+#include "attention_families.inc"
+#undef KVINFER_ATTENTION_FAMILY
 
 namespace {
 
-using LaunchFn = void (*)(const AttentionKernelParams&, int, std::int64_t, cudaStream_t);
-using OccupancyFn = int (*)(int);
+using LaunchFn = void (*)(const AttentionKernelParams&, const detail::KernelKey&, std::int64_t, cudaStream_t);
+using KeyFn = int (*)(const detail::KernelKey&);
 
 struct Instance {
+  detail::KernelFamily family;
   DType q, kv;
   int head_dim_qk, head_dim_vo;
   LaunchFn launch;
-  OccupancyFn occupancy;
-  OccupancyFn max_item_warps;  // of the kernel's tiles (null: none has item warps)
-  // The Hopper prefill mainloop, where the instance has one (kHasWgmmaPrefill).
-  LaunchFn launch_wgmma;
-  OccupancyFn occupancy_wgmma;
+  KeyFn occupancy;
+  KeyFn max_item_warps;
 };
 
-#define KVINFER_DECODE_INSTANCE(TQ, QD, TKV, KVD, D) \
-  {DType::QD,                                        \
-   DType::KVD,                                       \
-   D,                                                \
-   D,                                                \
-   &launch_decode<TQ, TKV, TQ, D>,                   \
-   &decode_occupancy<TQ, TKV, TQ, D>,                \
-   &decode_max_item_warps<TQ, TKV, TQ, D>,           \
-   nullptr,                                          \
-   nullptr},
-constexpr Instance kDecodeInstances[] = {
-#include "decode_instances.inc"
-    {DType::kBool, DType::kBool, 0, 0, nullptr, nullptr, nullptr, nullptr,
-     nullptr},  // end marker: a preset may list none
+// Every compiled instance of every family; a key's `instance` indexes this list.
+#define KVINFER_ATTENTION_INSTANCE(family, key, TQ, QD, TKV, KVD, DQK, DVO)                                 \
+  {detail::KernelFamily::key, DType::QD, DType::KVD, DQK, DVO, &family::launch<TQ, TKV, DQK, DVO>,          \
+   &family::occupancy<TQ, TKV, DQK, DVO>, &family::max_item_warps<TQ, TKV, DQK, DVO>},
+constexpr Instance kInstances[] = {
+#include "attention_instances.inc"
 };
-#undef KVINFER_DECODE_INSTANCE
-
-#define KVINFER_PREFILL_INSTANCE(TQ, QD, TKV, KVD, DQK, DVO)                                     \
-  {DType::QD,                                                                                    \
-   DType::KVD,                                                                                   \
-   DQK,                                                                                          \
-   DVO,                                                                                          \
-   &launch_prefill<TQ, TKV, TQ, DQK, DVO>,                                                       \
-   &prefill_occupancy<TQ, TKV, TQ, DQK, DVO>,                                                    \
-   &prefill_max_item_warps<TQ, TKV, TQ, DQK, DVO>,                                               \
-   kHasWgmmaPrefill<TQ, TKV, DQK, DVO> ? &launch_prefill_wgmma<TQ, TKV, TQ, DQK, DVO> : nullptr, \
-   kHasWgmmaPrefill<TQ, TKV, DQK, DVO> ? &prefill_wgmma_occupancy<TQ, TKV, TQ, DQK, DVO> : nullptr},
-constexpr Instance kPrefillInstances[] = {
-#include "prefill_instances.inc"
-    {DType::kBool, DType::kBool, 0, 0, nullptr, nullptr, nullptr, nullptr, nullptr},
-};
-#undef KVINFER_PREFILL_INSTANCE
-
-struct KernelChoice {
-  const Instance* instance;
-  int q_tile_rows;
-  bool wgmma;                    // the instance's Hopper mainloop rather than the portable kernel
-  bool decode_instance = false;  // launch_decode's kernels (CUDA-core, key-row tile)
-
-  LaunchFn launch() const { return wgmma ? instance->launch_wgmma : instance->launch; }
-  int occupancy() const { return (wgmma ? instance->occupancy_wgmma : instance->occupancy)(q_tile_rows); }
-  // Item warps (item_warps.cuh): the portable kernel's 16-row decode tile and the
-  // key-row tile, whose instances say how many fit (1 for every other tile). RoPE
-  // takes launch_decode's CUDA-core kernel, which has none.
-  int max_item_warps(const detail::AttentionProblem& pr) const {
-    if (wgmma || instance->max_item_warps == nullptr || detail::general_logits(pr)) return 1;
-    if (decode_instance && pr.pos_encoding != PosEncoding::kNone) return 1;
-    return std::max(1, instance->max_item_warps(q_tile_rows));
-  }
-};
+#undef KVINFER_ATTENTION_INSTANCE
 
 // The instances of this build as the selector sees them (plain values).
 const detail::AttentionKernelCaps& kernel_caps(bool hopper) {
   static const auto make = [](bool on_hopper) {
     detail::AttentionKernelCaps c;
-    for (const Instance& inst : kDecodeInstances) {
-      if (inst.launch) c.decode.push_back({inst.q, inst.kv, inst.head_dim_qk, inst.head_dim_vo, false});
-    }
-    for (const Instance& inst : kPrefillInstances) {
-      if (inst.launch) {
-        c.tiles.push_back({inst.q, inst.kv, inst.head_dim_qk, inst.head_dim_vo, inst.launch_wgmma != nullptr});
-      }
+    for (const Instance& inst : kInstances) {
+      c.instances.push_back({inst.family, inst.q, inst.kv, inst.head_dim_qk, inst.head_dim_vo});
     }
     c.hopper = on_hopper;
     c.preset = KVINFER_INSTANCE_PRESET;
@@ -129,16 +68,14 @@ const detail::AttentionKernelCaps& kernel_caps(bool hopper) {
   return hopper ? with_hopper : without;
 }
 
-// The instance and tile a selected key names.
-KernelChoice choice_of(const detail::KernelKey& key) {
-  const bool decode = key.family == detail::KernelFamily::kCudaCoreDecode;
-  const std::size_t count = decode ? std::size(kDecodeInstances) : std::size(kPrefillInstances);
-  if (key.family == detail::KernelFamily::kCpu || key.instance < 0 || std::size_t(key.instance) + 1 >= count) {
+// The instance a selected key names.
+const Instance& instance_of(const detail::KernelKey& key) {
+  if (key.instance < 0 || std::size_t(key.instance) >= std::size(kInstances) ||
+      kInstances[key.instance].family != key.family) {
     throw Error("attention", "plan", "kernel " + std::to_string(key.instance),
                 "not a kernel of this build's CUDA registry (a plan made for another device?)");
   }
-  const Instance* inst = (decode ? kDecodeInstances : kPrefillInstances) + key.instance;
-  return {inst, key.launch_rows, key.family == detail::KernelFamily::kWgmmaPrefill, decode};
+  return kInstances[key.instance];
 }
 
 }  // namespace
@@ -155,8 +92,8 @@ void set_warp_timeline(std::uint64_t* device_buffer) {
 detail::AttentionKernelTraits CudaBackend::attention_kernel(const detail::AttentionProblem& pr, int device) const {
   KVINFER_CUDA_CHECK(cudaSetDevice(device));
   const detail::AttentionSelection sel = detail::select_attention_kernel(pr, kernel_caps(hopper_device(device)));
-  const KernelChoice k = choice_of(sel.plan);
-  const detail::KernelKey key = sel.run;
+  const Instance& planned = instance_of(sel.plan);
+  const int q_tile_rows = sel.plan.launch_rows;
   // The GPU runs a batch's items as one wave where they fit: a split beyond that
   // only adds merges (decode) or a thin last wave (prefill of equal tiles); skewed
   // lengths still get finer chunks (make_schedule). A chunk's partial state (rows x
@@ -165,11 +102,11 @@ detail::AttentionKernelTraits CudaBackend::attention_kernel(const detail::Attent
   // keys: half the items and partial states of the 256-key one-wave split of a single
   // 32k request, which measured 0.99 of its time on the H200 (fp8 KV 0.96-0.98;
   // docs/kernels.md, "What every family shares").
-  const std::int64_t min_keys = k.q_tile_rows <= 16 ? 512 : 8 * std::int64_t(k.q_tile_rows);
-  return {.key = key,
-          .q_tile_rows = k.q_tile_rows,
-          .work_items_per_processor = std::max(1, k.occupancy()),
-          .max_item_warps = k.max_item_warps(pr),
+  const std::int64_t min_keys = q_tile_rows <= 16 ? 512 : 8 * std::int64_t(q_tile_rows);
+  return {.key = sel.run,
+          .q_tile_rows = q_tile_rows,
+          .work_items_per_processor = std::max(1, planned.occupancy(sel.plan)),
+          .max_item_warps = std::max(1, planned.max_item_warps(sel.plan)),
           .split_waves = 1,
           .min_chunk_tokens = std::max<std::int64_t>(256, min_keys)};
 }
@@ -239,8 +176,7 @@ void CudaBackend::run_attention(const detail::AttentionParams& p) const {
   const detail::AttentionProblem& pr = p.problem;
   int device = 0;
   KVINFER_CUDA_CHECK(cudaGetDevice(&device));
-  const KernelChoice kernel = choice_of(p.kernel);
-  const int q_tile_rows = kernel.q_tile_rows;
+  const Instance& kernel = instance_of(p.kernel);
   // Vector loads need 16-byte (8 elements) alignment of every row.
   const auto aligned = [](const TensorView& t, int dims) {
     if (reinterpret_cast<std::uintptr_t>(t.data()) % (8 * t.element_size()) != 0) return false;
@@ -268,7 +204,7 @@ void CudaBackend::run_attention(const detail::AttentionParams& p) const {
   k.programmatic = p.enable_pdl.value_or(pdl_here);
   const cudaStream_t stream = to_cuda_stream(p.stream);
   if (p.max_items > 0) {
-    kernel.launch()(k, q_tile_rows, p.max_items, stream);
+    kernel.launch(k, p.kernel, p.max_items, stream);
     KVINFER_CUDA_CHECK_LAUNCH();
   }
   // Programmatic launch only where the merge runs its sm_90a code, which waits for

@@ -33,8 +33,8 @@
 
 #include "core/mask_policy.hpp"
 #include "cuda/attention/attention_kernel_params.cuh"
-#include "cuda/attention/math.cuh"
-#include "cuda/attention/prefill_kernel.cuh"
+#include "cuda/attention/tile/math.cuh"
+#include "cuda/attention/tile/swizzle.cuh"
 #include "cuda/check.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/mma.cuh"
@@ -201,7 +201,7 @@ __device__ __forceinline__ void mla_convert_kv(unsigned char* tile, const unsign
 // converted in place, times the power of two q_scale that puts its largest magnitude
 // in [2^14, 2^15). Every element within 2^-38 of the largest keeps its value exactly
 // (bf16's 8-bit significands fit fp16's 11); smaller ones are below anything the
-// fp32 logits resolve (the decode tile's argument, decode_tile_fp8.cuh). Returns
+// fp32 logits resolve (the decode tile's argument, fp8_decode_tile/kernel.cuh). Returns
 // q_scale; `scratch` holds a float per warp. Ends with a barrier.
 template <class S>
 __device__ __forceinline__ float mla_q_to_half(unsigned char* q_tile, float* scratch) {

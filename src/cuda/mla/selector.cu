@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Kernel selection and launch of MLA on the GPU: one registry of compiled instances
-// (generated from cmake/KvinferInstances.cmake), read both to plan and to launch.
+// The CUDA backend's side of MLA: one registry of compiled instances (generated from
+// cmake/KvinferInstances.cmake), the capabilities plan/mla_selector.hpp selects from,
+// and the launch of the key the plan holds.
 // (No fmt here: nvcc rejects its compile-time format strings.)
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -17,6 +18,7 @@
 #include "cuda/common/launch.cuh"
 #include "cuda/mla/mla_kernel_params.cuh"
 #include "cuda/runtime.hpp"
+#include "plan/mla_selector.hpp"
 #include "kvinfer/core/error.hpp"
 
 namespace kvinfer::cuda {
@@ -41,26 +43,31 @@ struct Instance {
   {DType::QD, DType::KVD, &launch_mla<TQ, TKV>, &mla_occupancy<TQ, TKV>},
 constexpr Instance kInstances[] = {
 #include "mla_instances.inc"
-    {DType::kBool, DType::kBool, nullptr, nullptr},  // end marker: a preset may list none
 };
 #undef KVINFER_MLA_INSTANCE
 
-const Instance& find_instance(const detail::MLAProblem& pr) {
-  for (const Instance& inst : kInstances) {
-    if (inst.launch && inst.q == pr.q_dtype && inst.kv == pr.kv_dtype) return inst;
+// The compiled instances as the selector sees them (plain values).
+const detail::MlaKernelCaps& mla_caps() {
+  static const detail::MlaKernelCaps caps = [] {
+    detail::MlaKernelCaps c;
+    for (const Instance& inst : kInstances) c.instances.push_back({inst.q, inst.kv});
+    c.preset = KVINFER_INSTANCE_PRESET;
+    return c;
+  }();
+  return caps;
+}
+
+const Instance& instance_of(const detail::KernelKey& key) {
+  if (key.family != detail::KernelFamily::kMla || key.instance < 0 ||
+      std::size_t(key.instance) >= std::size(kInstances)) {
+    throw Error(kOp, "plan", "kernel " + std::to_string(key.instance),
+                "not a kernel of this build's CUDA registry (a plan made for another device?)");
   }
-  throw Error(
-      kOp, "kernel",
-      std::string(dtype_name(pr.q_dtype)) + " q, " + std::string(dtype_name(pr.kv_dtype)) + " KV",
-      "no CUDA MLA kernel for this configuration is compiled in the '" KVINFER_INSTANCE_PRESET
-      "' instance preset; configure with -DKVINFER_INSTANCES=default (fp16/bf16 q; KV of the query's type, "
-      "float8_e4m3 or float8_e5m2)");
+  return kInstances[key.instance];
 }
 
 // Item rows -> row blocks of 16.
-int row_blocks_for(std::int64_t rows) {
-  return rows <= 16 ? 1 : rows <= 32 ? 2 : 4;
-}
+int row_blocks(const detail::KernelKey& key) { return key.launch_rows / 16; }
 
 // cp.async copies whole 16-byte chunks: every row (pointer and every stride but the
 // last) must be 16-byte aligned.
@@ -79,17 +86,18 @@ void check_aligned(const char* name, const TensorView& t) {
 detail::MlaKernelTraits CudaBackend::mla_kernel(const detail::MLAProblem& pr, std::int64_t max_item_rows,
                                                 int device) const {
   KVINFER_CUDA_CHECK(cudaSetDevice(device));
-  const Instance& inst = find_instance(pr);
-  const int row_blocks = row_blocks_for(max_item_rows);
+  const detail::KernelKey key = detail::select_mla_kernel(pr, max_item_rows, mla_caps());
+  const Instance& inst = instance_of(key);
   // One wave of items at the full rate, as attention's.
-  return {.q_tile_rows = 16 * row_blocks,
-          .work_items_per_processor = std::max(1, inst.occupancy(row_blocks, pr.head_dim_kpe > 0)),
+  return {.key = key,
+          .q_tile_rows = key.launch_rows,
+          .work_items_per_processor = std::max(1, inst.occupancy(row_blocks(key), pr.head_dim_kpe > 0)),
           .split_waves = 1};
 }
 
 void CudaBackend::run_mla(const detail::MLAParams& p) const {
   const detail::MLAProblem& pr = p.problem;
-  const Instance& inst = find_instance(pr);
+  const Instance& inst = instance_of(p.kernel);
   check_aligned("q_nope", p.q_nope);
   check_aligned("out", p.o);
   check_aligned("ckv_cache", p.ckv);
@@ -140,7 +148,7 @@ void CudaBackend::run_mla(const detail::MLAParams& p) const {
   KVINFER_CUDA_CHECK(cudaGetDevice(&device));
   const cudaStream_t stream = to_cuda_stream(p.stream);
   if (p.max_items > 0) {
-    inst.launch(k, row_blocks_for(p.q_tile_rows), pr.head_dim_kpe > 0, p.max_items, stream);
+    inst.launch(k, row_blocks(p.kernel), pr.head_dim_kpe > 0, p.max_items, stream);
     KVINFER_CUDA_CHECK_LAUNCH();
   }
 

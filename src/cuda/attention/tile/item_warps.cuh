@@ -16,7 +16,7 @@
 #include <cstdint>
 
 #include "cuda/attention/attention_kernel_params.cuh"
-#include "cuda/attention/math.cuh"
+#include "cuda/attention/tile/math.cuh"
 #include "cuda/check.cuh"
 #include "cuda/common/convert.cuh"
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// The decode tile for fp8 KV: the one-warp tile of prefill_kernel.cuh (16 packed
+// The decode tile for fp8 KV: the one-warp tile of tensor_core_tile/ (16 packed
 // query rows against 16-key tiles, mma.sync m16n8k16) with K and V converted from
 // fp8 to fp16 in registers, straight into mma fragments (the mma runs in fp16 for
 // either query type: q_fragments_to_half says why that is as precise). The 16-bit
-// path of prefill_kernel.cuh stages fp8 tiles, converts them into a 16-bit copy in
+// path of tensor_core_tile/ stages fp8 tiles, converts them into a 16-bit copy in
 // shared memory and reads that back with ldmatrix: for a memory-bound problem that
 // round trip and its barriers cost more than the bytes fp8 saves (H200, 64 x 4k:
 // 283 us against 250 us for bf16 KV). Here the raw tiles are the only copy, so four
@@ -27,14 +27,21 @@
 #include <type_traits>
 #include <utility>
 
-#include "cuda/attention/prefill_kernel.cuh"
-#include "cuda/attention/warp_timeline.cuh"
+#include "cuda/attention/tile/item_keys.cuh"
+#include "cuda/attention/tile/item_warps.cuh"
+#include "cuda/attention/tile/key_access.cuh"
+#include "cuda/attention/tile/kv_copy.cuh"
+#include "cuda/attention/tile/online_softmax.cuh"
+#include "cuda/attention/tile/packed_rows.cuh"
+#include "cuda/attention/tile/swizzle.cuh"
+#include "cuda/attention/tile/tile_threads.cuh"
+#include "cuda/attention/tile/warp_timeline.cuh"
+#include "cuda/check.cuh"
+#include "cuda/common/convert.cuh"
+#include "cuda/common/mma.cuh"
+#include "cuda/common/ptx.cuh"
 
 namespace kvinfer::cuda {
-
-template <class TQ, class TKV, int DQK, int DVO>
-inline constexpr bool kHasFp8DecodeTile =
-    sizeof(TKV) == 1 && sizeof(TQ) == 2 && DQK == DVO && (DQK == 64 || DQK == 128);
 
 template <int D>
 struct DecodeFp8Shape {
@@ -221,7 +228,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
   using S = DecodeFp8Shape<D>;
   constexpr int kKeys = S::kKeys, kStages = S::kStages, C = S::kVoFrags;
   extern __shared__ __align__(128) unsigned char smem_cta[];
-  // As prefill_kernel's one-warp tile: the items in the plan's order, no count read
+  // As the tensor-core family's one-warp tile: the items in the plan's order, no count read
   // first, and the first tile's page lookups while the request's entry is in flight
   // (redone where it clips the item's keys).
   const detail::WorkItem item = load_work_item(p.items + blockIdx.x);
@@ -333,7 +340,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
   int tok[1][2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) tok[0][h] = int(p.group_div.div(std::uint32_t(item.row_begin + min(g + 8 * h, rows - 1))));
-  // As in prefill_kernel: the base-2 scale (here also undoing q_scale, exactly) folds
+  // As in the tensor-core tile: the base-2 scale (here also undoing q_scale, exactly) folds
   // into the exponent unless it is negative.
   const float qk_scale_log2 = p.sm_scale_log2 / q_scale;
   const bool prescale = qk_scale_log2 < 0.0f;

@@ -3,12 +3,12 @@
 // dimension, S^T = K Q^T and O^T = V^T P^T, for items of up to 8 packed query rows
 // (one token of a head group of up to 8). The rows are the mma's N dimension (8), so
 // a 16-key tile costs D/16 mma for S and D/16 for O, and O^T takes D/4 accumulators
-// per lane where the 16-row tile (prefill_kernel.cuh, rows as M) takes D/2: at
+// per lane where the 16-row tile (tensor_core_tile/, rows as M) takes D/2: at
 // head_dim 256 that is 64 registers instead of 128, which the 16-row tile cannot
 // spare (head_dim 256 ran on the CUDA-core kernel at 0.54 of the read bandwidth).
 // One warp per CTA, or W item warps (item_warps.cuh) that take the item's tiles in
 // turn and merge their states in the CTA; 16-bit KV of the query's type; plain logits
-// (launch_decode keeps RoPE, ALiBi and the soft cap on the CUDA-core kernel). K/V
+// (the selector keeps RoPE, ALiBi and the soft cap on the CUDA-core kernel). K/V
 // stream in 16-key tiles through two shared-memory stages per warp (cp.async), pages
 // looked up ahead (PagesAhead).
 #pragma once
@@ -19,8 +19,18 @@
 #include <cmath>
 #include <type_traits>
 
-#include "cuda/attention/prefill_kernel.cuh"
-#include "cuda/attention/warp_timeline.cuh"
+#include "cuda/attention/attention_kernel_params.cuh"
+#include "cuda/attention/tile/item_keys.cuh"
+#include "cuda/attention/tile/item_warps.cuh"
+#include "cuda/attention/tile/key_access.cuh"
+#include "cuda/attention/tile/kv_copy.cuh"
+#include "cuda/attention/tile/packed_rows.cuh"
+#include "cuda/attention/tile/swizzle.cuh"
+#include "cuda/attention/tile/warp_timeline.cuh"
+#include "cuda/check.cuh"
+#include "cuda/common/convert.cuh"
+#include "cuda/common/mma.cuh"
+#include "cuda/common/ptx.cuh"
 
 namespace kvinfer::cuda {
 
@@ -42,14 +52,6 @@ struct DecodeKqTile {
   static_assert(kRows * kOutStride * 4 + kRows * 4 <= 2 * stage, "the staged output fits in the K stages");
   static_assert(kRows <= kStateRows && kWarpStateBytes<D> <= 4 * stage, "an item warp's state fits in its stages");
 };
-
-// The instances that have this tile: 16-bit KV of the query's type. It runs every
-// such decode at head_dim 64 (its one-warp CTAs take 124 registers, so more of them
-// share an SM: 64 x 4k 5% faster than the 16-row tile) and 256 (only it has the
-// registers for the accumulators); at 128, the 16-row tile's plans (selector.cu:
-// key_row_decode).
-template <class TQ, class TKV, int D>
-inline constexpr bool kHasKqDecodeTile = std::is_same_v<TQ, TKV> && sizeof(TQ) == 2;
 
 template <class T, class TO, int D, bool kItemWarps>
 __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32)

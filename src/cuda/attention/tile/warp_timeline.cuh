@@ -15,7 +15,7 @@
 #include <cstdint>
 
 #include "cuda/attention/attention_kernel_params.cuh"
-#include "cuda/attention/warp_timeline.hpp"
+#include "cuda/attention/tile/warp_timeline.hpp"
 
 namespace kvinfer::cuda {
 

@@ -3,9 +3,8 @@
 // of the head group, KV chunk) per CTA. Memory-bound: every lane streams 8
 // elements of a key row per load, a key row is split over D/8 lanes, and each
 // warp runs several independent key streams with an online base-2 softmax per
-// query row; the streams and warps are merged at the end. launch_decode runs the
-// key-row tensor-core tile (decode_tile_kq.cuh) instead where an instance has it.
-// Included only by the instance files.
+// query row; the streams and warps are merged at the end. Included by its
+// instance.cuh. docs/kernels.md, "CUDA-core decode".
 #pragma once
 
 #include <cuda_runtime.h>
@@ -13,9 +12,8 @@
 #include <cmath>
 
 #include "cuda/attention/attention_kernel_params.cuh"
-#include "cuda/attention/decode_tile_kq.cuh"
-#include "cuda/attention/key_access.cuh"
-#include "cuda/attention/math.cuh"
+#include "cuda/attention/tile/key_access.cuh"
+#include "cuda/attention/tile/math.cuh"
 #include "cuda/check.cuh"
 #include "cuda/common/convert.cuh"
 #include "cuda/common/ptx.cuh"
@@ -332,74 +330,5 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decod
     }
   }
 }
-
-// Whether an instance's items of q_tile_rows rows run the key-row tensor-core tile
-// (decode_tile_kq.cuh) rather than this kernel: head groups of 2 or more at head_dim
-// 256, where this kernel is bound by issuing its multiply-adds. Known when planning
-// (for the occupancy); RoPE, ALiBi and the soft cap, known only at launch, stay here.
-template <class TQ, class TKV, int D>
-bool kq_decode_tile(int q_tile_rows) {
-  return kHasKqDecodeTile<TQ, TKV, D> && q_tile_rows >= 2;
-}
-
-// Launches the decode kernel for an item tile of up to kRows query rows.
-template <class TQ, class TKV, class TO, int D>
-void launch_decode(const AttentionKernelParams& p, int q_tile_rows, std::int64_t grid, cudaStream_t stream) {
-  if constexpr (kHasKqDecodeTile<TQ, TKV, D>) {
-    const bool plain_logits = !p.rope && p.alibi_slopes == nullptr && p.logits_soft_cap <= 0.0f;
-    if (kq_decode_tile<TQ, TKV, D>(q_tile_rows) && plain_logits) {
-      DecodeKqKernel<TQ, TO, D>::launch(p, grid, stream);
-      return;
-    }
-  }
-  if (p.item_warps > 1) {
-    throw Error("attention", "item_warps", std::to_string(p.item_warps),
-                "the CUDA-core decode kernel runs one warp group per item (a selector bug)");
-  }
-  const dim3 blocks(static_cast<unsigned>(grid));
-  const auto go = [&](auto kernel) {
-    launch_after_previous(kernel, blocks, kDecodeThreads, 0, stream, p.programmatic, p);
-  };
-  switch (q_tile_rows) {
-    case 1: go(decode_kernel<TQ, TKV, TO, D, 1>); break;
-    case 2: go(decode_kernel<TQ, TKV, TO, D, 2>); break;
-    case 4: go(decode_kernel<TQ, TKV, TO, D, 4>); break;
-    default: go(decode_kernel<TQ, TKV, TO, D, 8>); break;
-  }
-}
-
-// Resident CTAs per multiprocessor of the kernel for a q tile (the planner's budget).
-template <class TQ, class TKV, class TO, int D>
-int decode_occupancy(int q_tile_rows) {
-  if constexpr (kHasKqDecodeTile<TQ, TKV, D>) {
-    if (kq_decode_tile<TQ, TKV, D>(q_tile_rows)) return DecodeKqKernel<TQ, TO, D>::occupancy();
-  }
-  int blocks = 0;
-  const auto query = [&](auto kernel) {
-    KVINFER_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kDecodeThreads, 0));
-  };
-  switch (q_tile_rows) {
-    case 1: query(decode_kernel<TQ, TKV, TO, D, 1>); break;
-    case 2: query(decode_kernel<TQ, TKV, TO, D, 2>); break;
-    case 4: query(decode_kernel<TQ, TKV, TO, D, 4>); break;
-    default: query(decode_kernel<TQ, TKV, TO, D, 8>); break;
-  }
-  return blocks;
-}
-
-// The most item warps an item of q_tile_rows rows runs per CTA (1: none): the key-row
-// tile's, for plain logits (the selector asks only then).
-template <class TQ, class TKV, class TO, int D>
-int decode_max_item_warps(int q_tile_rows) {
-  if constexpr (kHasKqDecodeTile<TQ, TKV, D>) {
-    if (kq_decode_tile<TQ, TKV, D>(q_tile_rows)) return DecodeKqKernel<TQ, TO, D>::max_item_warps();
-  }
-  return 1;
-}
-
-#define KVINFER_INSTANTIATE_DECODE(TQ, TKV, D)                                                                \
-  template void launch_decode<TQ, TKV, TQ, D>(const AttentionKernelParams&, int, std::int64_t, cudaStream_t); \
-  template int decode_occupancy<TQ, TKV, TQ, D>(int);                                                         \
-  template int decode_max_item_warps<TQ, TKV, TQ, D>(int);
 
 }  // namespace kvinfer::cuda

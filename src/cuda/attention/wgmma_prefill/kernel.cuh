@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The Hopper (sm_90a) mainloop of prefill: the same work items, mask policy, online
-// softmax and epilogue as prefill_kernel.cuh, with S = Q K^T and O += P V on
+// softmax and epilogue as tensor_core_tile/, with S = Q K^T and O += P V on
 // warpgroup tensor cores (wgmma.mma_async) instead of warp-level mma.sync. A CTA is
 // two warpgroups, each owning 64 of the tile's 128 packed query rows. Q, K and V sit
 // in shared memory in wgmma's 128-byte swizzle (64-element panels); S = Q K^T reads
@@ -19,11 +19,21 @@
 // and each copy has S - 1 iterations to land.
 // Runs 16-bit KV of the query's type with head_dim_qk == head_dim_vo in {64, 128,
 // 256}, no RoPE and none of the general logits; everything else takes the portable
-// kernel (the selector decides, see selector.cu). Included by prefill_launch.cuh.
+// kernel (attention_selector.cpp decides). Included by its instance.cuh.
 #pragma once
 
-#include "cuda/attention/prefill_kernel.cuh"
+#include "cuda/attention/attention_kernel_params.cuh"
+#include "cuda/attention/tile/epilogue.cuh"
+#include "cuda/attention/tile/item_keys.cuh"
+#include "cuda/attention/tile/kv_copy.cuh"
+#include "cuda/attention/tile/online_softmax.cuh"
+#include "cuda/attention/tile/packed_rows.cuh"
+#include "cuda/attention/tile/swizzle.cuh"
 #include "cuda/common/wgmma.cuh"
+#include "cuda/check.cuh"
+#include "cuda/common/convert.cuh"
+#include "cuda/common/mma.cuh"
+#include "cuda/common/ptx.cuh"
 
 namespace kvinfer::cuda {
 
@@ -103,7 +113,7 @@ __global__ void __launch_bounds__(HopperPrefillShape<D>::kThreads, HopperPrefill
 
   const int num_items = p.counts[0];
   if (int(blockIdx.x) >= num_items) return;
-  const detail::WorkItem item = p.items[num_items - 1 - int(blockIdx.x)];  // heaviest first, as prefill_kernel
+  const detail::WorkItem item = p.items[num_items - 1 - int(blockIdx.x)];  // heaviest first, as the tensor-core tile
   const detail::RequestInfo r = p.requests[item.request];
   wait_for_inputs();
   const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
@@ -202,7 +212,7 @@ __global__ void __launch_bounds__(HopperPrefillShape<D>::kThreads, HopperPrefill
     tok[0][h] = int(p.group_div.div(std::uint32_t(item.row_begin + i)));
   }
   // Raw scores with the base-2 scale folded into the exponent, unless the scale is
-  // negative (then the max would be a min): scale first, as prefill_kernel does.
+  // negative (then the max would be a min): scale first, as the tensor-core tile does.
   const bool prescale = p.sm_scale_log2 < 0.0f;
   const float sc = prescale ? 1.0f : p.sm_scale_log2;
 

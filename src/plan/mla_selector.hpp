@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: Apache-2.0
+// The MLA kernel selector of the CUDA backend as a pure function: a checked problem,
+// the rows its longest item holds and the compiled MLA instances (plain values), to
+// the key run() launches. Unit-tested on the CPU.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/attention_params.hpp"
+#include "core/mla_params.hpp"
+
+namespace kvinfer::detail {
+
+// One compiled instance of the MLA kernel (cmake/KvinferInstances.cmake).
+struct MlaInstance {
+  DType q = DType::kBF16, kv = DType::kBF16;
+};
+
+struct MlaKernelCaps {
+  std::vector<MlaInstance> instances;  // a key's `instance` is an index of this list
+  std::string preset = "default";      // the instance preset, for the error that names it
+};
+
+// The key of the MLA kernel for the problem: its instance and its items' rows (16, 32
+// or 64: launch_rows). Throws kvinfer::Error naming the preset when none is compiled.
+KernelKey select_mla_kernel(const MLAProblem& problem, std::int64_t max_item_rows, const MlaKernelCaps& caps);
+
+}  // namespace kvinfer::detail

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CUDA MLA kernel selector's rules, run on the CPU with the `default` preset's
+// instances as plain values.
+#include <gtest/gtest.h>
+
+#include "plan/mla_selector.hpp"
+#include "testing/expect_error.hpp"
+
+namespace kvinfer::detail {
+namespace {
+
+MlaKernelCaps default_preset() {
+  MlaKernelCaps c;
+  for (DType q : {DType::kF16, DType::kBF16}) {
+    for (DType kv : {q, DType::kE4M3, DType::kE5M2}) c.instances.push_back({q, kv});
+  }
+  return c;
+}
+
+MLAProblem problem(DType q, DType kv) {
+  MLAProblem pr;
+  pr.q_dtype = pr.o_dtype = q;
+  pr.kv_dtype = kv;
+  return pr;
+}
+
+TEST(MlaSelector, ItemsTakeTheFewestRowBlocksThatHoldTheLongestItem) {
+  const MlaKernelCaps caps = default_preset();
+  const MLAProblem pr = problem(DType::kBF16, DType::kBF16);
+  for (auto [rows, launch_rows] : {std::pair{1, 16}, {16, 16}, {17, 32}, {32, 32}, {33, 64}, {64, 64}}) {
+    const KernelKey k = select_mla_kernel(pr, rows, caps);
+    EXPECT_EQ(k.family, KernelFamily::kMla);
+    EXPECT_EQ(k.launch_rows, launch_rows) << rows << " rows";
+    ASSERT_GE(k.instance, 0);
+    EXPECT_EQ(caps.instances[std::size_t(k.instance)].q, DType::kBF16);
+    EXPECT_EQ(caps.instances[std::size_t(k.instance)].kv, DType::kBF16);
+  }
+}
+
+TEST(MlaSelector, TheInstanceMatchesBothDtypes) {
+  const MlaKernelCaps caps = default_preset();
+  for (const MlaInstance& want : caps.instances) {
+    const KernelKey k = select_mla_kernel(problem(want.q, want.kv), 16, caps);
+    ASSERT_GE(k.instance, 0);
+    EXPECT_EQ(caps.instances[std::size_t(k.instance)].q, want.q);
+    EXPECT_EQ(caps.instances[std::size_t(k.instance)].kv, want.kv);
+  }
+}
+
+TEST(MlaSelector, AnUncompiledConfigurationNamesThePreset) {
+  MlaKernelCaps minimal;
+  minimal.preset = "minimal";
+  minimal.instances.push_back({DType::kBF16, DType::kBF16});
+  testing::expect_error([&] { select_mla_kernel(problem(DType::kF16, DType::kF16), 16, minimal); }, "kernel",
+                        "'minimal' instance preset");
+  testing::expect_error([&] { select_mla_kernel(problem(DType::kBF16, DType::kE4M3), 16, minimal); }, "kernel",
+                        "-DKVINFER_INSTANCES=default");
+}
+
+}  // namespace
+}  // namespace kvinfer::detail
