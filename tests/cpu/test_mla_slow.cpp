@@ -3,21 +3,16 @@
 // with many heads, the pairs the CI list cannot afford, and random cases.
 #include <gtest/gtest.h>
 
-#include "testing/mla_case.hpp"
+#include "testing/case_test.hpp"
 
 namespace kvinfer::testing {
 namespace {
 
-class CpuMLAWide : public ::testing::TestWithParam<MLACase> {};
+using CpuMLAWide = CaseTest<MLACase>;
 
-TEST_P(CpuMLAWide, MatchesOracle) {
-  const MLACase& c = GetParam();
-  const CaseReport r = run_mla_case(c, Device::cpu());
-  EXPECT_TRUE(r.ok()) << c.describe() << "\n" << r.summary();
-}
+TEST_P(CpuMLAWide, MatchesOracle) { expect_matches_oracle(Device::cpu()); }
 
-INSTANTIATE_TEST_SUITE_P(Wide, CpuMLAWide, ::testing::ValuesIn(wide_mla_case_list(40, 17)),
-                         [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Wide, CpuMLAWide, ::testing::ValuesIn(wide_mla_case_list(40, 17)), CaseName());
 
 }  // namespace
 }  // namespace kvinfer::testing
