@@ -3,7 +3,6 @@
 // code, messages and JSON report are checked (0 done, 1 check mismatch, 2 bad input,
 // and no report file after a failure).
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -11,27 +10,19 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli/cli_run.hpp"
 #include "kvinfer/core/device.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int code = -1;
-  std::string output;  // stdout and stderr
-};
+using kvinfer::cli_test::Result;
 
+// `kvinfer ARGS` without a time limit (the serve runs here are small, and a slow
+// machine must not turn into a failure).
 Result run(const std::string& args) {
-  const std::string cmd = std::string(KVINFER_CLI_PATH) + " " + args + " 2>&1";
-  Result r;
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) r.output.append(buf, n);
-  const int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return kvinfer::cli_test::run_shell(kvinfer::cli_test::cli() + " " + args);
 }
 
 class Serve : public ::testing::Test {

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "cpu/thread_pool.hpp"
+#include "testing/case_test.hpp"
 #include "testing/expect_error.hpp"
 #include "testing/mla_case.hpp"
 #include "testing/random.hpp"
@@ -19,16 +20,11 @@ namespace {
 
 constexpr std::int64_t kDc = kMlaHeadDimCkv, kDp = kMlaHeadDimKpe;
 
-class CpuMLACase : public ::testing::TestWithParam<MLACase> {};
+using CpuMLACase = CaseTest<MLACase>;
 
-TEST_P(CpuMLACase, MatchesOracle) {
-  const MLACase& c = GetParam();
-  const CaseReport r = run_mla_case(c, Device::cpu());
-  EXPECT_TRUE(r.ok()) << c.describe() << "\n" << r.summary();
-}
+TEST_P(CpuMLACase, MatchesOracle) { expect_matches_oracle(Device::cpu()); }
 
-INSTANTIATE_TEST_SUITE_P(Cases, CpuMLACase, ::testing::ValuesIn(mla_case_list()),
-                         [](const auto& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Cases, CpuMLACase, ::testing::ValuesIn(mla_case_list()), CaseName());
 
 // A bf16 host tensor of unit normals.
 Tensor normal_bf16(Shape shape, Rng& rng) {

@@ -14,14 +14,7 @@
 #include "kvinfer/kvinfer.hpp"
 #include "testing/expect_error.hpp"
 #include "testing/random.hpp"
-
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define KVINFER_TEST_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define KVINFER_TEST_SANITIZED 1
-#endif
-#endif
+#include "testing/sanitized.hpp"
 
 namespace kvinfer::testing {
 namespace {

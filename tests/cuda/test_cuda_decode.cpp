@@ -7,6 +7,7 @@
 
 #include "gpu_test_util.hpp"
 #include "testing/attention_case.hpp"
+#include "testing/case_name.hpp"
 
 namespace kvinfer::testing {
 namespace {
@@ -21,7 +22,6 @@ std::vector<AttentionCase> decode_cases() {
   for (int group : {1, 2, 3, 4, 5, 6, 7, 8, 16}) {
     for (int d : {64, 128, 256}) {
       AttentionCase c;
-      c.name = "grid" + std::to_string(n);
       c.wrapper = Wrapper::kDecode;
       c.num_kv_heads = group == 16 ? 2 : 4 - n % 3;
       c.num_qo_heads = c.num_kv_heads * group;
@@ -209,6 +209,7 @@ std::vector<AttentionCase> decode_cases() {
     if (v == 2) c.options.window_left = 1000;
     cases.push_back(c);
   }
+  name_cases(cases);  // the unnamed grid cases by what they are
   return cases;
 }
 

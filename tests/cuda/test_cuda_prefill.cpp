@@ -12,6 +12,7 @@
 
 #include "gpu_test_util.hpp"
 #include "testing/attention_case.hpp"
+#include "testing/case_name.hpp"
 #include "testing/random.hpp"
 
 namespace kvinfer::testing {
@@ -27,7 +28,6 @@ std::vector<AttentionCase> prefill_cases() {
   for (int group : {1, 2, 3, 4, 5, 6, 7, 8, 16}) {
     for (int d : {64, 128, 256}) {
       AttentionCase c;
-      c.name = "grid" + std::to_string(n);
       c.wrapper = n % 2 ? Wrapper::kPagedPrefill : Wrapper::kRaggedPrefill;
       c.num_kv_heads = group == 16 ? 1 : 3 - n % 3;
       c.num_qo_heads = c.num_kv_heads * group;
@@ -142,7 +142,6 @@ std::vector<AttentionCase> prefill_cases() {
     for (int group : {1, 2, 4, 8}) {
       for (int d : {64, 128, 256}) {
         AttentionCase c;
-        c.name = std::string(backend == PrefillBackend::kHopper ? "hopper" : "portable128_") + std::to_string(n);
         c.options.backend = backend;
         c.wrapper = n % 2 ? Wrapper::kPagedPrefill : Wrapper::kRaggedPrefill;
         c.num_kv_heads = 1 + n % 2;
@@ -169,6 +168,7 @@ std::vector<AttentionCase> prefill_cases() {
       }
     }
   }
+  name_cases(cases);  // the unnamed grid cases by what they are
   return cases;
 }
 

@@ -320,12 +320,17 @@ CaseOutput run_attention_case_raw(const AttentionCase& c, Device device) {
   std::mt19937_64 rng(c.seed);
   Built b = build(c, device, rng);
   run_wrapper(c, device, b);
+  return read_case_output(b.out.host, b.lse.host, b.qo_indptr.back(), c.num_qo_heads, c.head_dim_vo, c.o_dtype,
+                          c.with_lse);
+}
+
+CaseOutput read_case_output(const TensorView& o, const TensorView& lse, std::int64_t nnz_q, std::int64_t heads,
+                            std::int64_t dim, DType o_dtype, bool with_lse) {
   CaseOutput out;
-  const std::int64_t nnz_q = b.qo_indptr.back();
   for (std::int64_t i = 0; i < nnz_q; ++i)
-    for (std::int64_t h = 0; h < c.num_qo_heads; ++h) {
-      for (std::int64_t e = 0; e < c.head_dim_vo; ++e) out.o.push_back(float(to_double(element_at(b.out.host, {i, h, e}), c.o_dtype)));
-      if (c.with_lse) out.lse.push_back(*reinterpret_cast<const float*>(element_at(b.lse.host, {i, h})));
+    for (std::int64_t h = 0; h < heads; ++h) {
+      for (std::int64_t e = 0; e < dim; ++e) out.o.push_back(float(to_double(element_at(o, {i, h, e}), o_dtype)));
+      if (with_lse) out.lse.push_back(*reinterpret_cast<const float*>(element_at(lse, {i, h})));
     }
   return out;
 }

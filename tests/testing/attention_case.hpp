@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,11 @@ struct AttentionCase {
   std::string describe() const;
 };
 
+// GoogleTest prints a failing parameter with this instead of its bytes.
+inline void PrintTo(const AttentionCase& c, std::ostream* os) {
+  *os << c.describe();
+}
+
 // Outcome of one case: errors of the backend and of the fp32 naive algorithm
 // against the oracle, and whether everything was within the tolerance.
 struct CaseReport {
@@ -69,6 +75,10 @@ struct CaseOutput {
   std::vector<float> lse;
 };
 CaseOutput run_attention_case_raw(const AttentionCase& c, Device device);
+// Reads o [nnz_q, heads, dim] (stored as o_dtype) and, with_lse, lse [nnz_q, heads]
+// (float32) from host views, which may be padded.
+CaseOutput read_case_output(const TensorView& o, const TensorView& lse, std::int64_t nnz_q, std::int64_t heads,
+                            std::int64_t dim, DType o_dtype, bool with_lse);
 
 // The pairwise-covering case list of the CPU attention issue plus named edge cases.
 std::vector<AttentionCase> attention_case_list();

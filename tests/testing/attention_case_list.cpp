@@ -7,6 +7,7 @@
 #include <random>
 
 #include "testing/attention_case.hpp"
+#include "testing/case_name.hpp"
 #include "testing/pairwise.hpp"
 
 namespace kvinfer::testing {
@@ -82,31 +83,17 @@ double cost(const AttentionCase& c) {
 }
 
 
-Choice to_choice(std::span<const int> ch) {
-  Choice c{};
-  std::copy(ch.begin(), ch.end(), c.begin());
-  return c;
-}
-
-std::vector<int> axis_sizes() {
-  std::vector<int> sizes;
-  for (const auto& values : kValues) sizes.push_back(int(values.size()));
-  return sizes;
-}
-
 }  // namespace
 
 std::vector<AttentionCase> attention_case_list() {
   constexpr double kMaxCost = 3e7;
   constexpr int kCandidates = 60;
-  const std::vector<int> sizes = axis_sizes();
+  const std::vector<int> sizes = axis_sizes(kValues);
   std::vector<AttentionCase> cases;
   for (const std::vector<int>& ch : pairwise_choices(
            sizes, {.seed = 20261130, .candidates = kCandidates, .max_cost = kMaxCost, .prefer_cheaper = false},
-           [](std::span<const int> ch) { return cost(make_case(to_choice(ch), 0)); })) {
-    AttentionCase c = make_case(to_choice(ch), 1000 + cases.size());
-    c.name = "pairwise" + std::to_string(cases.size());
-    cases.push_back(c);
+           [](std::span<const int> ch) { return cost(make_case(to_choice<kNumAxes>(ch), 0)); })) {
+    cases.push_back(make_case(to_choice<kNumAxes>(ch), 1000 + cases.size()));
   }
 
   // Named edge cases.
@@ -242,6 +229,7 @@ std::vector<AttentionCase> attention_case_list() {
     c.options.logits_soft_cap = 15.0f;
     cases.push_back(c);
   }
+  name_cases(cases);
   return cases;
 }
 
@@ -253,9 +241,9 @@ std::vector<AttentionCase> wide_attention_case_list(int count, std::uint64_t see
     for (int a = 0; a < kNumAxes; ++a) ch[a] = int(rng() % kValues[a].size());
     AttentionCase c = make_case(ch, rng());
     if (cost(c) > 4e8) continue;
-    c.name = "wide" + std::to_string(cases.size());
     cases.push_back(c);
   }
+  name_cases(cases);
   return cases;
 }
 

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "oracle/oracle.hpp"
+#include "testing/case_name.hpp"
 #include "testing/host_buffer.hpp"
 #include "testing/pairwise.hpp"
 #include "testing/random.hpp"
@@ -266,15 +267,7 @@ CaseOutput run_mla_case_raw(const MLACase& c, Device device) {
   std::mt19937_64 rng(c.seed);
   Built b = build(c, device, rng);
   run_wrapper(c, device, b);
-  CaseOutput out;
-  const std::int64_t nnz_q = b.qo_indptr.back();
-  for (std::int64_t i = 0; i < nnz_q; ++i)
-    for (std::int64_t h = 0; h < c.num_heads; ++h) {
-      for (std::int64_t e = 0; e < kDc; ++e)
-        out.o.push_back(float(to_double(element_at(b.out.host, {i, h, e}), c.o_dtype)));
-      if (c.with_lse) out.lse.push_back(*reinterpret_cast<const float*>(element_at(b.lse.host, {i, h})));
-    }
-  return out;
+  return read_case_output(b.out.host, b.lse.host, b.qo_indptr.back(), c.num_heads, kDc, c.o_dtype, c.with_lse);
 }
 
 CaseReport run_mla_case(const MLACase& c, Device device) {
@@ -377,18 +370,6 @@ MLACase make_case(const Choice& ch, std::uint64_t seed) {
 }
 
 
-Choice to_choice(std::span<const int> ch) {
-  Choice c{};
-  std::copy(ch.begin(), ch.end(), c.begin());
-  return c;
-}
-
-std::vector<int> axis_sizes() {
-  std::vector<int> sizes;
-  for (const auto& values : kValues) sizes.push_back(int(values.size()));
-  return sizes;
-}
-
 }  // namespace
 
 std::vector<MLACase> mla_case_list() {
@@ -398,14 +379,12 @@ std::vector<MLACase> mla_case_list() {
   // covered by the slow grid.
   constexpr double kMaxCost = 1.5e8;
   constexpr int kCandidates = 80;
-  const std::vector<int> sizes = axis_sizes();
+  const std::vector<int> sizes = axis_sizes(kValues);
   std::vector<MLACase> cases;
   for (const std::vector<int>& ch : pairwise_choices(
            sizes, {.seed = 20261201, .candidates = kCandidates, .max_cost = kMaxCost, .prefer_cheaper = true},
-           [](std::span<const int> ch) { return make_case(to_choice(ch), 0).cost(); })) {
-    MLACase c = make_case(to_choice(ch), 3000 + cases.size());
-    c.name = "pairwise" + std::to_string(cases.size());
-    cases.push_back(c);
+           [](std::span<const int> ch) { return make_case(to_choice<kNumAxes>(ch), 0).cost(); })) {
+    cases.push_back(make_case(to_choice<kNumAxes>(ch), 3000 + cases.size()));
   }
 
   // Named edge cases.
@@ -485,6 +464,7 @@ std::vector<MLACase> mla_case_list() {
     c.lse_base_e = true;
     cases.push_back(c);
   }
+  name_cases(cases);
   return cases;
 }
 
@@ -533,9 +513,9 @@ std::vector<MLACase> wide_mla_case_list(int count, std::uint64_t seed) {
     for (int a = 0; a < kNumAxes; ++a) ch[a] = int(rng() % kValues[a].size());
     MLACase c = make_case(ch, rng());
     if (c.cost() > 2e9) continue;
-    c.name = "wide" + std::to_string(cases.size());
     cases.push_back(c);
   }
+  name_cases(cases);
   return cases;
 }
 

@@ -4,6 +4,8 @@
 // within a cost budget.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -23,5 +25,21 @@ struct PairwiseOptions {
 // new within the budget (pairs only over budget stay uncovered).
 std::vector<std::vector<int>> pairwise_choices(std::span<const int> axis_sizes, const PairwiseOptions& options,
                                                const std::function<double(std::span<const int>)>& cost);
+
+// The number of values of each axis of a table of axis values.
+template <class Axes>
+std::vector<int> axis_sizes(const Axes& values_per_axis) {
+  std::vector<int> sizes;
+  for (const auto& values : values_per_axis) sizes.push_back(int(values.size()));
+  return sizes;
+}
+
+// A choice of pairwise_choices as a fixed-size array (one value index per axis).
+template <std::size_t N>
+std::array<int, N> to_choice(std::span<const int> ch) {
+  std::array<int, N> c{};
+  std::copy(ch.begin(), ch.end(), c.begin());
+  return c;
+}
 
 }  // namespace kvinfer::testing
