@@ -40,30 +40,10 @@ std::optional<DType> from_dlpack(dl::dtype t) {
 }
 
 std::string dlpack_dtype_name(dl::dtype t) {
-  const char* kind = "?";
-  switch (dl::dtype_code(t.code)) {
-    case dl::dtype_code::Int:
-      kind = "int";
-      break;
-    case dl::dtype_code::UInt:
-      kind = "uint";
-      break;
-    case dl::dtype_code::Float:
-      kind = "float";
-      break;
-    case dl::dtype_code::Bfloat:
-      kind = "bfloat";
-      break;
-    case dl::dtype_code::Complex:
-      kind = "complex";
-      break;
-    case dl::dtype_code::Bool:
-      kind = "bool";
-      break;
-    default:
-      kind = "float8/other code ";
-      break;
-  }
+  // DLPack's type codes 0..6 (Int, UInt, Float, OpaqueHandle, Bfloat, Complex, Bool).
+  static constexpr const char* kKinds[] = {"int", "uint", "float", nullptr, "bfloat", "complex", "bool"};
+  const char* kind = t.code < std::size(kKinds) ? kKinds[t.code] : nullptr;
+  if (kind == nullptr) kind = "float8/other code ";
   std::string s = std::string(kind) + std::to_string(t.bits);
   if (t.lanes != 1) {
     s += 'x';
