@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "bench/common/gpu_json.hpp"
+#include "bench/common/gpu_report.hpp"
 #include "bench/common/page_table.hpp"
 #include "bench/common/report.hpp"
 #include "core/op_params.hpp"
@@ -124,12 +125,7 @@ int main(int argc, char** argv) try {
       {.description =
            "append_paged_kv_cache on the GPU: bytes read + written / time against the copy bandwidth "
            "of the same run (exit 2: a result differs from the CPU backend's)"});
-  if (cuda_device_count() == 0) {
-    std::fprintf(stderr, "bench_append: no GPU\n");
-    return 1;
-  }
-  Report report("append");
-  report.meta()["device"] = to_json(device_info());
+  Report report = gpu_report("append");
   const Ceiling copy = measure_copy_bandwidth(std::size_t(2) << 30);
   const Ceiling copy_kernel = measure_copy_kernel_bandwidth(std::size_t(2) << 30);
   report.meta()["ceilings"] = {{"copy_bandwidth", to_json(copy)},

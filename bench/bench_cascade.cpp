@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "bench/common/gpu_json.hpp"
+#include "bench/common/gpu_report.hpp"
 #include "bench/common/page_table.hpp"
 #include "bench/common/report.hpp"
 #include "kvinfer/kvinfer.hpp"
@@ -69,12 +70,7 @@ int main(int argc, char** argv) try {
       argc, argv,
       {.description =
            "Cascade decode on the GPU: a 32k-token prefix shared by a batch, against plain paged decode"});
-  if (cuda_device_count() == 0) {
-    std::fprintf(stderr, "bench_cascade: no GPU\n");
-    return 1;
-  }
-  Report report("cascade");
-  report.meta()["device"] = to_json(device_info());
+  Report report = gpu_report("cascade");
   const Device gpu = Device::cuda(0);
   GpuTimer timer;
   // Standalone times: no programmatic launch, so that no run overlaps the L2 flush

@@ -15,6 +15,7 @@
 #include "bench/common/case_metrics.hpp"
 #include "bench/common/cases.hpp"
 #include "bench/common/gpu_json.hpp"
+#include "bench/common/gpu_report.hpp"
 #include "bench/common/page_table.hpp"
 #include "bench/common/report.hpp"
 #include "bench/common/warp_timeline.hpp"
@@ -102,12 +103,7 @@ int main(int argc, char** argv) try {
       {.description =
            "Paged decode on the GPU: KV bytes read / time against the read bandwidth of the same run",
        .has_check = kHaveCheck});
-  if (cuda_device_count() == 0) {
-    std::fprintf(stderr, "bench_decode: no GPU\n");
-    return 1;
-  }
-  Report report("decode");
-  report.meta()["device"] = to_json(device_info());
+  Report report = gpu_report("decode");
   const Ceiling read = measure_read_bandwidth();
   report.meta()["ceilings"] = {{"read_bandwidth", to_json(read)}};
   std::printf("read bandwidth: %.0f GB/s (%s)\n", read.value, read.detail.c_str());
@@ -207,15 +203,7 @@ int main(int argc, char** argv) try {
   bool all_ok = true;
   for (const DecodeShape& shape : shapes) {
     const testing::AttentionCase& s = shape.c;
-    nlohmann::json check;
-    if constexpr (kHaveCheck) {
-      if (args.check) {
-        const CheckResult r = check_case(s, Device::cuda(0));
-        std::printf("check %-40s %s %s\n", s.name.c_str(), r.ok ? "ok" : "FAILED", r.summary.c_str());
-        all_ok = all_ok && r.ok;
-        check = {{"ok", r.ok}, {"summary", r.summary}};
-      }
-    }
+    const nlohmann::json check = check_field(args, s, Device::cuda(0), all_ok, 40);
     Setup st = make_setup(shape, seed++);
     BatchDecodeWithPagedKVCache w(Device::cuda(0), s.layout);
     w.plan({.page_table = st.table.view(),

@@ -15,6 +15,7 @@
 #include "bench/common/case_metrics.hpp"
 #include "bench/common/cases.hpp"
 #include "bench/common/gpu_json.hpp"
+#include "bench/common/gpu_report.hpp"
 #include "bench/common/page_table.hpp"
 #include "bench/common/report.hpp"
 #include "kvinfer/kvinfer.hpp"
@@ -105,12 +106,7 @@ int main(int argc, char** argv) try {
       argc, argv,
       {.description = "A decode step through 8 layers (append, then decode, per layer), with and without "
                       "programmatic dependent launch"});
-  if (cuda_device_count() == 0) {
-    std::fprintf(stderr, "bench_layer_steps: no GPU\n");
-    return 1;
-  }
-  Report report("layer_steps");
-  report.meta()["device"] = to_json(device_info());
+  Report report = gpu_report("layer_steps");
   report.meta()["layers"] = kLayers;
   std::vector<std::pair<std::int64_t, std::int64_t>> shapes = {
       {1, 1024}, {16, 1024}, {64, 1024}, {16, 8192}, {64, 4096}};

@@ -15,6 +15,7 @@
 #include "bench/common/case_metrics.hpp"
 #include "bench/common/cases.hpp"
 #include "bench/common/gpu_json.hpp"
+#include "bench/common/gpu_report.hpp"
 #include "bench/common/page_table.hpp"
 #include "bench/common/report.hpp"
 #include "kvinfer/kvinfer.hpp"
@@ -38,12 +39,7 @@ int main(int argc, char** argv) try {
       {.description = "MLA paged decode on the GPU (DeepSeek's latent cache): GB/s and TFLOP/s against the "
                       "ceilings of the same run",
        .has_check = kHaveCheck});
-  if (cuda_device_count() == 0) {
-    std::fprintf(stderr, "bench_mla: no GPU\n");
-    return 1;
-  }
-  Report report("mla");
-  report.meta()["device"] = to_json(device_info());
+  Report report = gpu_report("mla");
   const Ceiling read = measure_read_bandwidth();
   const Ceiling gemm = measure_gemm_bf16();
   report.meta()["ceilings"] = {{"read_bandwidth", to_json(read)}, {"gemm_bf16", to_json(gemm)}};
@@ -68,15 +64,7 @@ int main(int argc, char** argv) try {
     s.sm_scale = 0.0721f;
     const std::string& name = s.name;
     if (!args.selected(name)) continue;
-    nlohmann::json check;
-    if constexpr (kHaveCheck) {
-      if (args.check) {
-        const CheckResult r = check_case(s, gpu);
-        std::printf("check %-20s %s %s\n", name.c_str(), r.ok ? "ok" : "FAILED", r.summary.c_str());
-        all_ok = all_ok && r.ok;
-        check = {{"ok", r.ok}, {"summary", r.summary}};
-      }
-    }
+    const nlohmann::json check = check_field(args, s, gpu, all_ok, 20);
     const std::int64_t batch = shape.batch, heads = shape.heads;
     const HostPageTable table = make_page_table(s.kv_lens, kPage, 3);
     const std::int64_t num_pages = table.num_pages();

@@ -13,6 +13,7 @@
 #include "bench/common/case_metrics.hpp"
 #include "bench/common/cases.hpp"
 #include "bench/common/gpu_json.hpp"
+#include "bench/common/gpu_report.hpp"
 #include "bench/common/page_table.hpp"
 #include "bench/common/report.hpp"
 #include "kvinfer/kvinfer.hpp"
@@ -41,12 +42,7 @@ int main(int argc, char** argv) try {
       {.description =
            "Prefill on the GPU (ragged and paged): TFLOP/s against the bf16 GEMM rate of the same run",
        .has_check = kHaveCheck});
-  if (cuda_device_count() == 0) {
-    std::fprintf(stderr, "bench_prefill: no GPU\n");
-    return 1;
-  }
-  Report report("prefill");
-  report.meta()["device"] = to_json(device_info());
+  Report report = gpu_report("prefill");
   const Ceiling gemm = measure_gemm_bf16();
   report.meta()["ceilings"] = {{"gemm_bf16", to_json(gemm)}};
   std::printf("bf16 GEMM: %.0f TFLOP/s (%s)\n", gemm.value, gemm.detail.c_str());
@@ -74,16 +70,12 @@ int main(int argc, char** argv) try {
     paged.wrapper = testing::Wrapper::kPagedPrefill;
     paged.page_size = kPage;
     nlohmann::json check;
-    if constexpr (kHaveCheck) {
-      if (args.check) {
-        for (const testing::AttentionCase* c : {&s, static_cast<const testing::AttentionCase*>(&paged)}) {
-          const CheckResult r = check_case(*c, gpu);
-          std::printf("check %-24s %-7s %s %s\n", c->name.c_str(), c == &s ? "ragged" : "paged16",
-                      r.ok ? "ok" : "FAILED", r.summary.c_str());
-          all_ok = all_ok && r.ok;
-          check[c == &s ? "ragged" : "paged16"] = {{"ok", r.ok}, {"summary", r.summary}};
-        }
-      }
+    for (const auto& [c, kind] : {std::pair<const testing::AttentionCase*, const char*>{&s, "ragged"},
+                                  {&paged, "paged16"}}) {
+      char label[128];
+      std::snprintf(label, sizeof label, "%-24s %-7s", c->name.c_str(), kind);
+      nlohmann::json one = check_field(args, *c, gpu, all_ok, 0, label);
+      if (!one.is_null()) check[kind] = std::move(one);
     }
     std::vector<std::int32_t> indptr{0};
     for (std::int64_t b = 0; b < batch; ++b) indptr.push_back(indptr.back() + std::int32_t(len));

@@ -6,9 +6,12 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "bench/common/args.hpp"
 #include "testing/attention_case.hpp"
 #include "testing/mla_case.hpp"
 
@@ -91,5 +94,25 @@ inline CheckResult check_case(const testing::MLACase& c, Device device) {
   return {r.ok(), r.summary()};
 }
 #endif
+
+// --check of one case before it is timed (where the harness is built): prints "check
+// <label> ok|FAILED <summary>" (label left-aligned in `width` columns; the case's name
+// when empty), clears all_ok on a failure, and returns the row's "check" field
+// ({ok, summary}); null without --check.
+template <class Case>
+nlohmann::json check_field(const Args& args, const Case& c, Device device, bool& all_ok, int width,
+                           const std::string& label = "") {
+  nlohmann::json check;
+  if constexpr (kHaveCheck) {
+    if (args.check) {
+      const CheckResult r = check_case(c, device);
+      std::printf("check %-*s %s %s\n", width, (label.empty() ? c.name : label).c_str(), r.ok ? "ok" : "FAILED",
+                  r.summary.c_str());
+      all_ok = all_ok && r.ok;
+      check = {{"ok", r.ok}, {"summary", r.summary}};
+    }
+  }
+  return check;
+}
 
 }  // namespace kvinfer::bench

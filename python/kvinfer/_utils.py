@@ -48,6 +48,16 @@ def reject(op: str, **given: Any) -> None:
             not_supported(op, name, _short(value), why)
 
 
+def require_buffers(op: str, **buffers: Any) -> None:
+    """use_cuda_graph=True: the fixed buffers a captured graph reads must be given."""
+    for name, buf in buffers.items():
+        if buf is None:
+            error(op, name, None, "use_cuda_graph=True needs the fixed index buffers")
+
+
+NO_JIT = "kvinfer has no JIT-compiled custom attention variants"
+
+
 def _short(value: Any) -> str:
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         return f"{type(value).__name__}(shape={tuple(value.shape)}, dtype={value.dtype})"
@@ -85,6 +95,20 @@ def dtype_name(x: Any, op: str, arg: str) -> Optional[str]:
         return np.dtype(x).name
     except TypeError:
         error(op, arg, repr(x), "must be a torch dtype, a numpy dtype or a dtype name such as \"bfloat16\"")
+
+
+def plan_dtypes(op: str, q_data_type: Any, kv_data_type: Any, o_data_type: Any) -> Tuple[str, str, str]:
+    """A plan's (q, kv, o) dtype names: q defaults to float16, kv and o to q's."""
+    q = dtype_name(q_data_type, op, "q_data_type") or "float16"
+    kv = dtype_name(kv_data_type, op, "kv_data_type") or q
+    o = dtype_name(o_data_type, op, "o_data_type") or q
+    return q, kv, o
+
+
+def dtype_of(x: Any) -> str:
+    """The dtype name of a numpy array or a torch tensor ("float16", "bfloat16", ...)."""
+    name = str(x.dtype)
+    return name[6:] if name.startswith("torch.") else name
 
 
 def _numpy_dtype(name: str, like: np.ndarray):
@@ -143,6 +167,18 @@ def scale(x: Any, op: str, arg: str) -> float:
             return float(x.reshape(()).item() if hasattr(x, "reshape") else x)
     not_supported(op, arg, _short(x), "kvinfer takes a scalar scale (a Python float or a one-element CPU "
                   "tensor); per-head or device-resident scale tensors are not implemented")
+
+
+def qk_scale(op: str, q_scale: Any, k_scale: Any) -> float:
+    """The factor on the logits' scale: q_scale * k_scale (fp8 queries / keys)."""
+    return scale(k_scale, op, "k_scale") * scale(q_scale, op, "q_scale")
+
+
+def plan_options(logits_soft_cap: Any, rope_scale: Any, rope_theta: Any) -> Tuple[float, float, float]:
+    """FlashInfer's None defaults as the C++ plan's values: no soft cap, RoPE scale 1 and
+    theta 1e4."""
+    return (float(logits_soft_cap or 0.0), 1.0 if rope_scale is None else float(rope_scale),
+            1e4 if rope_theta is None else float(rope_theta))
 
 
 def split_cache(cache: Any) -> Tuple[Any, Any]:

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The part every plan/run wrapper shares: its device, the stream of a run() call,
-the caller's workspace buffers, and the handle its torch custom op names it by."""
+the caller's workspace buffers, the handle its torch custom op names it by, and the
+run() call of the decode, prefill and cascade wrappers."""
 
 from __future__ import annotations
 
@@ -21,8 +22,18 @@ def lookup(handle: int) -> "WrapperBase":
     return _REGISTRY[handle]
 
 
+_compiling = _utils.compiling_fn()
+
+
 class WrapperBase:
     _op = "wrapper"
+    _use_cuda_graph = False
+    _num_qo_heads = 0
+    _head_dim_vo = 0
+
+    @property
+    def is_cuda_graph_enabled(self) -> bool:
+        return self._use_cuda_graph
 
     def _bind(self, impl: Any, float_workspace_buffer: Any) -> None:
         self._bind_device(float_workspace_buffer)
@@ -60,6 +71,25 @@ class WrapperBase:
             return _utils.stream_arg(stream, self._op)
         return self._current_stream() if self._cuda else 0
 
+    def _attend(self, q: Any, k: Any, v: Any, out: Any, lse: Any, return_lse: bool, ks: float, vs: float,
+                enable_pdl: Optional[bool], stream: Any) -> Any:
+        """run() of a decode, prefill or cascade wrapper once its own arguments are
+        checked: out [rows, num_qo_heads, head_dim_vo] (and lse [rows, num_qo_heads]
+        when asked for) allocated where not given, then the C++ call (a torch custom op
+        while torch.compile traces). Returns (out, lse)."""
+        if out is None:
+            out = _utils.empty(q, (_utils.rows(q, self._op, "q"), self._num_qo_heads, self._head_dim_vo),
+                               self._o_dtype, self._op, "out")
+        if return_lse and lse is None:
+            lse = _utils.empty(q, (q.shape[0], self._num_qo_heads), "float32", self._op, "lse")
+        if _compiling():
+            _utils.ops.attention_run(self._handle, q, k, v, out, lse, ks, vs, enable_pdl)
+        else:
+            self._impl_run(q, k, v, out, lse, ks, vs, 0 if stream is None and not self._cuda else self._stream(stream),
+                           enable_pdl)
+        return out, lse
+
+
     def reset_workspace_buffer(self, float_workspace_buffer: Any, int_workspace_buffer: Optional[Any] = None) -> None:
         """The plans live in the caller's buffers from now on (uint8, contiguous, 16-byte
         aligned, on the wrapper's device): float_workspace_buffer (one may serve every
@@ -74,3 +104,8 @@ class WrapperBase:
     @property
     def float_workspace_buffer(self) -> Any:
         return self._float_workspace_buffer
+
+
+def run_return_lse(self: WrapperBase, *args: Any, **kwargs: Any) -> Any:
+    """run(..., return_lse=True)."""
+    return self.run(*args, return_lse=True, **kwargs)

@@ -46,18 +46,13 @@ def merge_states(v: Any, s: Any) -> Tuple[Any, Any]:
     """Merges the states of each row: v [n, K, H, D], s [n, K, H] -> (v [n, H, D],
     s float32 [n, H])."""
     op = "merge_states"
-    vo = _utils.empty(v, (v.shape[0], v.shape[2], v.shape[3]), _dtype_of(v), op, "v_merged")
+    vo = _utils.empty(v, (v.shape[0], v.shape[2], v.shape[3]), _utils.dtype_of(v), op, "v_merged")
     so = _utils.empty(s, (s.shape[0], s.shape[2]), "float32", op, "s_merged")
     if _compiling():
         _utils.ops.merge_states(v, s, vo, so)
     else:
         _kvinfer.merge_states(v, s, vo, so, _utils.stream_of(v, None, op))
     return vo, so
-
-
-def _dtype_of(x: Any) -> str:
-    name = str(x.dtype)
-    return name[6:] if name.startswith("torch.") else name
 
 
 class MultiLevelCascadeAttentionWrapper(WrapperBase):
@@ -103,12 +98,6 @@ class MultiLevelCascadeAttentionWrapper(WrapperBase):
         self._bind_device(float_workspace_buffer)
         if not use_cuda_graph:
             self._set_impl(_kvinfer.MultiLevelCascadeAttention(num_levels, float_workspace_buffer, kv_layout, []))
-        self._num_qo_heads = 0
-        self._head_dim = 0
-
-    @property
-    def is_cuda_graph_enabled(self) -> bool:
-        return self._use_cuda_graph
 
     def reset_workspace_buffer(self, float_workspace_buffer: Any,
                                int_workspace_buffers: Optional[List[Any]] = None) -> None:
@@ -144,8 +133,7 @@ class MultiLevelCascadeAttentionWrapper(WrapperBase):
         rejects them."""
         op = self._op
         reject(op, use_fp16_qk_reduction=(use_fp16_qk_reduction, False, "kvinfer accumulates q.k in float32 only"))
-        q_name = _utils.dtype_name(q_data_type, op, "q_data_type") or "float16"
-        kv_name = _utils.dtype_name(kv_data_type, op, "kv_data_type") or q_name
+        q_name, kv_name, o_name = _utils.plan_dtypes(op, q_data_type, kv_data_type, None)
         qo_host = [_utils.host(x) for x in qo_indptr_arr]
         if self._use_cuda_graph:
             if self._impl is None:
@@ -157,13 +145,13 @@ class MultiLevelCascadeAttentionWrapper(WrapperBase):
             paged_kv_indices_arr = [
                 _utils.copy_into(buf, ix, True, op, f"paged_kv_indices_arr[{i}]")
                 for i, (buf, ix) in enumerate(zip(self._paged_kv_indices_buf_arr, paged_kv_indices_arr))]
+        soft_cap, rs, rt = _utils.plan_options(logits_soft_cap, rope_scale, rope_theta)
         self._impl.plan(qo_host, [_utils.host(x) for x in paged_kv_indptr_arr], list(paged_kv_indices_arr),
                         [_utils.host(x) for x in paged_kv_last_page_len], num_qo_heads, num_kv_heads, head_dim,
-                        page_size, bool(causal), pos_encoding_mode, window_left, float(logits_soft_cap or 0.0),
-                        sm_scale, 1.0 if rope_scale is None else float(rope_scale),
-                        1e4 if rope_theta is None else float(rope_theta), q_name, kv_name, q_name)
+                        page_size, bool(causal), pos_encoding_mode, window_left, soft_cap, sm_scale, rs, rt, q_name,
+                        kv_name, o_name)
         self._num_qo_heads = num_qo_heads
-        self._head_dim = head_dim
+        self._head_dim_vo = head_dim
         self._o_dtype = self._impl.o_data_type
 
     begin_forward = plan
@@ -175,15 +163,7 @@ class MultiLevelCascadeAttentionWrapper(WrapperBase):
         (k, v)) -> out [nnz, num_qo_heads, head_dim]. out=, lse=, return_lse=,
         enable_pdl= and stream= are kvinfer extensions (FlashInfer's run returns out)."""
         k, v = _utils.split_cache(paged_kv_cache)
-        if out is None:
-            out = _utils.empty(q, (_utils.rows(q, self._op, "q"), self._num_qo_heads, self._head_dim), self._o_dtype,
-                                self._op, "out")
-        if return_lse and lse is None:
-            lse = _utils.empty(q, (q.shape[0], self._num_qo_heads), "float32", self._op, "lse")
-        if _compiling():
-            _utils.ops.attention_run(self._handle, q, k, v, out, lse, 1.0, 1.0, enable_pdl)
-        else:
-            self._impl_run(q, k, v, out, lse, 1.0, 1.0, self._stream(stream), enable_pdl)
+        out, lse = self._attend(q, k, v, out, lse, return_lse, 1.0, 1.0, enable_pdl, stream)
         return (out, lse) if return_lse else out
 
     forward = run

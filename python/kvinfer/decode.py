@@ -16,11 +16,10 @@ from typing import Any, Optional, Tuple, Union
 
 from . import _kvinfer, _utils
 from ._utils import reject
-from ._wrapper import WrapperBase
+from ._wrapper import WrapperBase, run_return_lse as _run_return_lse
 
 _compiling = _utils.compiling_fn()
 
-_NO_JIT = "kvinfer has no JIT-compiled custom attention variants"
 _BACKENDS = ("auto", "fa2", "fa3")
 
 
@@ -61,15 +60,13 @@ class BatchDecodeWithPagedKVCacheWrapper(WrapperBase):
         [max_pages] the pages; plan() copies the page indices into it.
         use_tensor_cores: a hint; kvinfer's kernel selector decides (same results)."""
         op = self._op
-        reject(op, jit_args=(jit_args, None, _NO_JIT), jit_kwargs=(jit_kwargs, None, _NO_JIT))
+        reject(op, jit_args=(jit_args, None, _utils.NO_JIT), jit_kwargs=(jit_kwargs, None, _utils.NO_JIT))
         _check_backend(op, backend)
         capacity = None
         if use_cuda_graph:
-            for name, buf in (("paged_kv_indptr_buffer", paged_kv_indptr_buffer),
-                              ("paged_kv_indices_buffer", paged_kv_indices_buffer),
-                              ("paged_kv_last_page_len_buffer", paged_kv_last_page_len_buffer)):
-                if buf is None:
-                    _utils.error(op, name, None, "use_cuda_graph=True needs the fixed index buffers")
+            _utils.require_buffers(op, paged_kv_indptr_buffer=paged_kv_indptr_buffer,
+                                   paged_kv_indices_buffer=paged_kv_indices_buffer,
+                                   paged_kv_last_page_len_buffer=paged_kv_last_page_len_buffer)
             batch = _utils.length(paged_kv_last_page_len_buffer)
             if _utils.length(paged_kv_indptr_buffer) != batch + 1:
                 _utils.error(op, "paged_kv_indptr_buffer.shape[0]", _utils.length(paged_kv_indptr_buffer),
@@ -85,12 +82,6 @@ class BatchDecodeWithPagedKVCacheWrapper(WrapperBase):
         self._bind(_kvinfer.BatchDecodeWithPagedKVCache(float_workspace_buffer, kv_layout, capacity),
                    float_workspace_buffer)
         self._window_left = -1
-        self._num_qo_heads = 0
-        self._head_dim = 0
-
-    @property
-    def is_cuda_graph_enabled(self) -> bool:
-        return self._use_cuda_graph
 
     @property
     def use_tensor_cores(self) -> bool:
@@ -149,20 +140,17 @@ class BatchDecodeWithPagedKVCacheWrapper(WrapperBase):
         if data_type is not None:  # FlashInfer's rule: it fills only the dtypes left None
             q_data_type = data_type if q_data_type is None else q_data_type
             kv_data_type = data_type if kv_data_type is None else kv_data_type
-        q_name = _utils.dtype_name(q_data_type, op, "q_data_type") or "float16"
-        kv_name = _utils.dtype_name(kv_data_type, op, "kv_data_type") or q_name
-        o_name = _utils.dtype_name(o_data_type, op, "o_data_type") or q_name
+        q_name, kv_name, o_name = _utils.plan_dtypes(op, q_data_type, kv_data_type, o_data_type)
         if self._use_cuda_graph:
             indices = _utils.copy_into(self._paged_kv_indices_buf, indices, non_blocking, op, "indices")
         split = -1 if fixed_split_size is None else int(fixed_split_size) * int(page_size)
-        self._impl.plan(
-            _utils.host(indptr), indices, _utils.host(last_page_len), num_qo_heads, num_kv_heads, head_dim,
-            page_size, pos_encoding_mode, window_left, float(logits_soft_cap or 0.0), sm_scale,
-            1.0 if rope_scale is None else float(rope_scale), 1e4 if rope_theta is None else float(rope_theta),
-            q_name, kv_name, o_name, split, disable_split_kv)
+        soft_cap, rs, rt = _utils.plan_options(logits_soft_cap, rope_scale, rope_theta)
+        self._impl.plan(_utils.host(indptr), indices, _utils.host(last_page_len), num_qo_heads, num_kv_heads,
+                        head_dim, page_size, pos_encoding_mode, window_left, soft_cap, sm_scale, rs, rt, q_name,
+                        kv_name, o_name, split, disable_split_kv)
         self._window_left = window_left
         self._num_qo_heads = num_qo_heads
-        self._head_dim = head_dim
+        self._head_dim_vo = head_dim
         self._o_dtype = self._impl.o_data_type
 
     begin_forward = plan
@@ -196,24 +184,14 @@ class BatchDecodeWithPagedKVCacheWrapper(WrapperBase):
                 or (window_left is not None and window_left != self._window_left)):
             self._reject_run(args, sinks, q_len_per_req, skip_softmax_threshold_scale_factor, kv_cache_sf,
                              window_left)
-        k, v = _utils.split_cache(paged_kv_cache)
-        if out is None:
-            out = _utils.empty(q, (_utils.rows(q, self._op, "q"), self._num_qo_heads, self._head_dim), self._o_dtype,
-                                self._op, "out")
-        if return_lse and lse is None:
-            lse = _utils.empty(q, (q.shape[0], self._num_qo_heads), "float32", self._op, "lse")
-        ks = (1.0 if k_scale is None else _utils.scale(k_scale, self._op, "k_scale")) * (
-            1.0 if q_scale is None else _utils.scale(q_scale, self._op, "q_scale"))
+        k, v = _utils.split_cache(paged_kv_cache) if isinstance(paged_kv_cache, (tuple, list)) else (paged_kv_cache,
+                                                                                                       None)
+        ks = 1.0 if k_scale is None and q_scale is None else _utils.qk_scale(self._op, q_scale, k_scale)
         vs = 1.0 if v_scale is None else _utils.scale(v_scale, self._op, "v_scale")
-        if _compiling():
-            _utils.ops.attention_run(self._handle, q, k, v, out, lse, ks, vs, enable_pdl)
-        else:
-            self._impl_run(q, k, v, out, lse, ks, vs, self._stream(stream), enable_pdl)
+        out, lse = self._attend(q, k, v, out, lse, return_lse, ks, vs, enable_pdl, stream)
         return (out, lse) if return_lse else out
 
-    def run_return_lse(self, q: Any, paged_kv_cache: Any, *args: Any, **kwargs: Any) -> Tuple[Any, Any]:
-        """run(..., return_lse=True)."""
-        return self.run(q, paged_kv_cache, *args, return_lse=True, **kwargs)
+    run_return_lse = _run_return_lse
 
     def _reject_run(self, args, sinks, q_len_per_req, skip_softmax, kv_cache_sf, window_left) -> None:
         op = self._op
@@ -270,10 +248,9 @@ def single_decode_with_kv_cache(
         out = _utils.empty_like(q, op, "out")
     if return_lse and lse is None:
         lse = _utils.empty(q, (q.shape[0],), "float32", op, "lse")
-    ks = _utils.scale(k_scale, op, "k_scale") * _utils.scale(q_scale, op, "q_scale")
-    vs = _utils.scale(v_scale, op, "v_scale")
-    args = (q, k, v, out, lse, kv_layout, pos_encoding_mode, window_left, float(logits_soft_cap or 0.0), sm_scale,
-            1.0 if rope_scale is None else float(rope_scale), 1e4 if rope_theta is None else float(rope_theta), ks, vs)
+    soft_cap, rs, rt = _utils.plan_options(logits_soft_cap, rope_scale, rope_theta)
+    args = (q, k, v, out, lse, kv_layout, pos_encoding_mode, window_left, soft_cap, sm_scale, rs, rt,
+            _utils.qk_scale(op, q_scale, k_scale), _utils.scale(v_scale, op, "v_scale"))
     if _compiling():
         _utils.ops.single_decode(*args)
     else:

@@ -47,9 +47,7 @@ class BatchMLAPagedAttentionWrapper(WrapperBase):
         if backend not in ("auto", "fa2", "fa3"):
             _utils.not_supported(op, "backend", repr(backend), "kvinfer's MLA has one implementation (\"auto\")")
         if use_cuda_graph:
-            for name, buf in (("qo_indptr", qo_indptr), ("kv_indices", kv_indices)):
-                if buf is None:
-                    _utils.error(op, name, None, "use_cuda_graph=True needs the fixed index buffers")
+            _utils.require_buffers(op, qo_indptr=qo_indptr, kv_indices=kv_indices)
         self._use_cuda_graph = use_cuda_graph
         self._qo_indptr_buf = qo_indptr
         self._kv_indptr_buf = kv_indptr
@@ -62,10 +60,6 @@ class BatchMLAPagedAttentionWrapper(WrapperBase):
         self._num_heads = 0
         self._head_dim_ckv = 512
         self._lse_base_e = False
-
-    @property
-    def is_cuda_graph_enabled(self) -> bool:
-        return self._use_cuda_graph
 
     def plan(
         self,

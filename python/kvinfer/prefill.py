@@ -22,14 +22,19 @@ import numpy as np
 
 from . import _kvinfer, _utils
 from ._utils import reject
-from ._wrapper import WrapperBase
+from ._wrapper import WrapperBase, run_return_lse as _run_return_lse
 
 _compiling = _utils.compiling_fn()
 
-_NO_JIT = "kvinfer has no JIT-compiled custom attention variants"
+_NO_JIT = _utils.NO_JIT
 _INT32_MAX = 2**31 - 1
 _MULTI_ITEM = "multi-item scoring is not implemented"
 _TRTLLM = "kvinfer reads the CSR page table (qo_indptr / paged_kv_indptr / last_page_len)"
+
+
+def _reject_jit(op: str, jit_args, jit_kwargs, variant_owns_mask) -> None:
+    reject(op, jit_args=(jit_args, None, _NO_JIT), jit_kwargs=(jit_kwargs, None, _NO_JIT),
+           variant_owns_mask=(variant_owns_mask, False, _NO_JIT))
 
 
 def _reject_common_plan(op: str, use_fp16_qk_reduction, prefix_len_ptr, token_pos_in_items_ptr,
@@ -55,18 +60,6 @@ def _reject_common_run(op: str, args, sinks, kv_cache_sf, skip_softmax, lse_layo
            lse_layout=(lse_layout, "NH", "kvinfer writes lse as [nnz, num_qo_heads] (\"NH\")"))
 
 
-def _options(logits_soft_cap, rope_scale, rope_theta) -> Tuple[float, float, float]:
-    return (float(logits_soft_cap or 0.0), 1.0 if rope_scale is None else float(rope_scale),
-            1e4 if rope_theta is None else float(rope_theta))
-
-
-def _dtypes(op: str, q_data_type, kv_data_type, o_data_type) -> Tuple[str, str, str]:
-    q = _utils.dtype_name(q_data_type, op, "q_data_type") or "float16"
-    kv = _utils.dtype_name(kv_data_type, op, "kv_data_type") or q
-    o = _utils.dtype_name(o_data_type, op, "o_data_type") or q
-    return q, kv, o
-
-
 def _mask_element_indptr(qo_indptr_host: Any, kv_lens: np.ndarray) -> np.ndarray:
     qo = np.asarray(qo_indptr_host, dtype=np.int64)
     sizes = (qo[1:] - qo[:-1]) * kv_lens.astype(np.int64)
@@ -83,22 +76,15 @@ def _pack_into(buf: Any, custom_mask: Any, element_indptr: np.ndarray, non_block
 
 
 class _PrefillRun:
-    """run() of both prefill wrappers after their own arguments: the outputs, the
-    scales, and the call (a torch custom op under torch.compile)."""
+    """run() of both prefill wrappers after their own arguments: the scales, the call
+    and lse's base."""
+
+    run_return_lse = _run_return_lse
 
     def _finish(self, q, k, v, q_scale, k_scale, v_scale, out, lse, return_lse, lse_base, enable_pdl, stream):
-        if out is None:
-            out = _utils.empty(q, (_utils.rows(q, self._op, "q"), self._num_qo_heads, self._head_dim_vo),
-                                self._o_dtype, self._op, "out")
-        if lse is None and (return_lse or lse_base != "log2"):
-            lse = _utils.empty(q, (q.shape[0], self._num_qo_heads), "float32", self._op, "lse")
-        ks = (1.0 if k_scale is None else _utils.scale(k_scale, self._op, "k_scale")) * (
-            1.0 if q_scale is None else _utils.scale(q_scale, self._op, "q_scale"))
+        ks = 1.0 if k_scale is None and q_scale is None else _utils.qk_scale(self._op, q_scale, k_scale)
         vs = 1.0 if v_scale is None else _utils.scale(v_scale, self._op, "v_scale")
-        if _compiling():
-            _utils.ops.attention_run(self._handle, q, k, v, out, lse, ks, vs, enable_pdl)
-        else:
-            self._impl_run(q, k, v, out, lse, ks, vs, self._stream(stream), enable_pdl)
+        out, lse = self._attend(q, k, v, out, lse, return_lse or lse_base != "log2", ks, vs, enable_pdl, stream)
         if lse_base != "log2":
             if lse_base != "ln":
                 _utils.error(self._op, "lse_base", repr(lse_base), "must be \"log2\" or \"ln\"")
@@ -138,14 +124,11 @@ class BatchPrefillWithPagedKVCacheWrapper(WrapperBase, _PrefillRun):
         custom_mask_buf receives the packed mask. backend "auto" / "fa2" (portable) /
         "fa3" (Hopper wgmma)."""
         op = self._op
-        reject(op, jit_args=(jit_args, None, _NO_JIT), jit_kwargs=(jit_kwargs, None, _NO_JIT),
-               variant_owns_mask=(variant_owns_mask, False, _NO_JIT))
+        _reject_jit(op, jit_args, jit_kwargs, variant_owns_mask)
         if use_cuda_graph:
-            for name, buf in (("qo_indptr_buf", qo_indptr_buf), ("paged_kv_indptr_buf", paged_kv_indptr_buf),
-                              ("paged_kv_indices_buf", paged_kv_indices_buf),
-                              ("paged_kv_last_page_len_buf", paged_kv_last_page_len_buf)):
-                if buf is None:
-                    _utils.error(op, name, None, "use_cuda_graph=True needs the fixed index buffers")
+            _utils.require_buffers(op, qo_indptr_buf=qo_indptr_buf, paged_kv_indptr_buf=paged_kv_indptr_buf,
+                                   paged_kv_indices_buf=paged_kv_indices_buf,
+                                   paged_kv_last_page_len_buf=paged_kv_last_page_len_buf)
         elif max_total_num_rows is not None:
             _utils.error(op, "max_total_num_rows", max_total_num_rows, "requires use_cuda_graph=True")
         self._kv_layout = kv_layout
@@ -164,17 +147,11 @@ class BatchPrefillWithPagedKVCacheWrapper(WrapperBase, _PrefillRun):
         elif max_total_num_rows is not None:
             self._make_graph_impl(max_total_num_rows)
         self._window_left = -1
-        self._num_qo_heads = 0
-        self._head_dim_vo = 0
 
     def _make_graph_impl(self, rows: int) -> None:
         capacity = (_utils.length(self._qo_indptr_buf) - 1, int(rows), _utils.length(self._paged_kv_indices_buf))
         self._max_total_num_rows = int(rows)
         self._set_impl(_kvinfer.BatchPrefillWithPagedKVCache(self._float_workspace_buffer, self._kv_layout, capacity))
-
-    @property
-    def is_cuda_graph_enabled(self) -> bool:
-        return self._use_cuda_graph
 
     def plan(
         self,
@@ -229,7 +206,7 @@ class BatchPrefillWithPagedKVCacheWrapper(WrapperBase, _PrefillRun):
             _utils.not_supported(op, "head_dim_vo", head_dim_vo,
                                  f"the paged cache has one head_dim (head_dim_qk = {head_dim_qk}); a different "
                                  "head_dim_vo needs BatchPrefillWithRaggedKVCacheWrapper")
-        q_name, kv_name, o_name = _dtypes(op, q_data_type, kv_data_type, o_data_type)
+        q_name, kv_name, o_name = _utils.plan_dtypes(op, q_data_type, kv_data_type, o_data_type)
         qo_host = _utils.host(qo_indptr)
         indptr_host = _utils.host(paged_kv_indptr)
         last_host = _utils.host(paged_kv_last_page_len)
@@ -246,7 +223,7 @@ class BatchPrefillWithPagedKVCacheWrapper(WrapperBase, _PrefillRun):
             elif packed_custom_mask is not None and self._custom_mask_buf is not None:
                 mask = _utils.copy_into(self._custom_mask_buf, packed_custom_mask, non_blocking, op,
                                         "packed_custom_mask")
-        soft_cap, rs, rt = _options(logits_soft_cap, rope_scale, rope_theta)
+        soft_cap, rs, rt = _utils.plan_options(logits_soft_cap, rope_scale, rope_theta)
         split = -1 if fixed_split_size is None else int(fixed_split_size) * int(page_size)
         self._impl.plan(qo_host, indptr_host, paged_kv_indices, last_host, num_qo_heads, num_kv_heads, head_dim_qk,
                         page_size, mask, bool(causal), pos_encoding_mode, window_left, soft_cap, sm_scale, rs, rt,
@@ -295,10 +272,6 @@ class BatchPrefillWithPagedKVCacheWrapper(WrapperBase, _PrefillRun):
         k, v = _utils.split_cache(paged_kv_cache)
         return self._finish(q, k, v, q_scale, k_scale, v_scale, out, lse, return_lse, lse_base, enable_pdl, stream)
 
-    def run_return_lse(self, q: Any, paged_kv_cache: Any, *args: Any, **kwargs: Any) -> Tuple[Any, Any]:
-        """run(..., return_lse=True)."""
-        return self.run(q, paged_kv_cache, *args, return_lse=True, **kwargs)
-
 
 def _seq_lens_host(indptr: Any, last_page_len: Any, page_size: int) -> np.ndarray:
     ip = np.asarray(indptr, dtype=np.int64)
@@ -331,12 +304,9 @@ class BatchPrefillWithRaggedKVCacheWrapper(WrapperBase, _PrefillRun):
         batch, the first plan the query rows (as FlashInfer) and, with fixed_split_size,
         the key rows."""
         op = self._op
-        reject(op, jit_args=(jit_args, None, _NO_JIT), jit_kwargs=(jit_kwargs, None, _NO_JIT),
-               variant_owns_mask=(variant_owns_mask, False, _NO_JIT))
+        _reject_jit(op, jit_args, jit_kwargs, variant_owns_mask)
         if use_cuda_graph:
-            for name, buf in (("qo_indptr_buf", qo_indptr_buf), ("kv_indptr_buf", kv_indptr_buf)):
-                if buf is None:
-                    _utils.error(op, name, None, "use_cuda_graph=True needs the fixed index buffers")
+            _utils.require_buffers(op, qo_indptr_buf=qo_indptr_buf, kv_indptr_buf=kv_indptr_buf)
         self._kv_layout = kv_layout
         self._use_cuda_graph = use_cuda_graph
         self._qo_indptr_buf = qo_indptr_buf
@@ -348,12 +318,6 @@ class BatchPrefillWithRaggedKVCacheWrapper(WrapperBase, _PrefillRun):
         if not use_cuda_graph:
             self._set_impl(_kvinfer.BatchPrefillWithRaggedKVCache(float_workspace_buffer, kv_layout, None))
         self._window_left = -1
-        self._num_qo_heads = 0
-        self._head_dim_vo = 0
-
-    @property
-    def is_cuda_graph_enabled(self) -> bool:
-        return self._use_cuda_graph
 
     def plan(
         self,
@@ -402,7 +366,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(WrapperBase, _PrefillRun):
                             token_pos_in_items_len, max_item_len_ptr, seq_lens, seq_lens_q, use_token_head_sf)
         reject(op, v_indptr=(v_indptr, None, "v shares kv_indptr's rows in kvinfer"),
                o_indptr=(o_indptr, None, "out shares qo_indptr's rows in kvinfer"))
-        q_name, kv_name, o_name = _dtypes(op, q_data_type, kv_data_type, o_data_type)
+        q_name, kv_name, o_name = _utils.plan_dtypes(op, q_data_type, kv_data_type, o_data_type)
         qo_host = _utils.host(qo_indptr if qo_indptr_cpu is None else qo_indptr_cpu)
         kv_host = _utils.host(kv_indptr if kv_indptr_cpu is None else kv_indptr_cpu)
         mask = packed_custom_mask if packed_custom_mask is not None else custom_mask
@@ -419,7 +383,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(WrapperBase, _PrefillRun):
             elif packed_custom_mask is not None and self._custom_mask_buf is not None:
                 mask = _utils.copy_into(self._custom_mask_buf, packed_custom_mask, non_blocking, op,
                                         "packed_custom_mask")
-        soft_cap, rs, rt = _options(logits_soft_cap, rope_scale, rope_theta)
+        soft_cap, rs, rt = _utils.plan_options(logits_soft_cap, rope_scale, rope_theta)
         split = -1 if fixed_split_size is None else int(fixed_split_size)
         vo = head_dim_qk if head_dim_vo is None else head_dim_vo
         self._impl.plan(qo_host, kv_host, num_qo_heads, num_kv_heads, head_dim_qk, vo, mask, bool(causal),
@@ -458,10 +422,6 @@ class BatchPrefillWithRaggedKVCacheWrapper(WrapperBase, _PrefillRun):
             _reject_common_run(self._op, args, None, kv_cache_sf, None, lse_layout)
             reject(self._op, o_scale=(o_scale, None, "fp8 output scaling is not implemented"))
         return self._finish(q, k, v, q_scale, k_scale, v_scale, out, lse, return_lse, lse_base, enable_pdl, stream)
-
-    def run_return_lse(self, q: Any, k: Any, v: Any, *args: Any, **kwargs: Any) -> Tuple[Any, Any]:
-        """run(..., return_lse=True)."""
-        return self.run(q, k, v, *args, return_lse=True, **kwargs)
 
 
 def single_prefill_with_kv_cache(
@@ -509,10 +469,10 @@ def single_prefill_with_kv_cache(
     if mask is not None and len(mask.shape) == 2:
         mask = mask.reshape(-1)
     if out is None:
-        out = _utils.empty(q, (q.shape[0], q.shape[1], v.shape[-1]), o_name or _dtype_of(q), op, "out")
+        out = _utils.empty(q, (q.shape[0], q.shape[1], v.shape[-1]), o_name or _utils.dtype_of(q), op, "out")
     if return_lse and lse is None:
         lse = _utils.empty(q, (q.shape[0], q.shape[1]), "float32", op, "lse")
-    soft_cap, rs, rt = _options(logits_soft_cap, rope_scale, rope_theta)
+    soft_cap, rs, rt = _utils.plan_options(logits_soft_cap, rope_scale, rope_theta)
     args = (q, k, v, out, lse, mask, bool(causal), kv_layout, pos_encoding_mode, window_left, soft_cap, sm_scale, rs,
             rt, _utils.scale(k_scale, op, "k_scale"), _utils.scale(v_scale, op, "v_scale"), backend)
     if _compiling():
@@ -527,7 +487,3 @@ def single_prefill_with_kv_cache_return_lse(q: Any, k: Any, v: Any, *args: Any, 
     kwargs["return_lse"] = True
     return single_prefill_with_kv_cache(q, k, v, *args, **kwargs)
 
-
-def _dtype_of(x: Any) -> str:
-    name = str(x.dtype)
-    return name[6:] if name.startswith("torch.") else name

@@ -25,22 +25,6 @@ std::optional<Capacity> to_capacity(const std::optional<CapacityTuple>& c) {
   return Capacity{std::get<0>(*c), std::get<1>(*c), std::get<2>(*c)};
 }
 
-// Options every attention plan takes, in FlashInfer's terms.
-AttentionOptions attention_options(std::string_view op, MaskMode mask, const std::string& pos_encoding_mode,
-                                   int window_left, float logits_soft_cap, std::optional<float> sm_scale,
-                                   float rope_scale, float rope_theta, const std::string& backend) {
-  AttentionOptions o;
-  o.mask_mode = mask;
-  o.window_left = window_left;
-  o.logits_soft_cap = logits_soft_cap;
-  o.sm_scale = sm_scale;
-  o.pos_encoding = pos_encoding_arg(op, pos_encoding_mode);
-  o.rope_scale = rope_scale;
-  o.rope_theta = rope_theta;
-  o.backend = backend_arg(op, backend);
-  return o;
-}
-
 SplitOptions split_options(std::int64_t fixed_split_size, bool disable_split_kv) {
   return {.fixed_split_size = fixed_split_size, .disable_split_kv = disable_split_kv};
 }
@@ -54,55 +38,86 @@ RunOptions run_options(const TensorArg& lse, float k_scale, float v_scale, std::
           .enable_pdl = enable_pdl};
 }
 
-// A page table of the plan: indptr and last_page_len read on the host, indices kept
-// where run() reads them.
-PageTable page_table(std::string_view op, const TensorArg& indptr, const TensorArg& indices,
-                     const TensorArg& last_page_len) {
-  return {.indptr = indptr.view, .indices = indices.view, .last_page_len = last_page_len.view};
-}
-
-PagedKVCache paged_cache(std::string_view op, const TensorArg& k, const TensorArg& v, KVLayout layout) {
-  return v.defined() ? PagedKVCache::pair(k.view, v.view, layout) : PagedKVCache::combined(k.view, layout);
-}
-
 // What every Python wrapper keeps between plan() and run(): its device, the dtypes
-// planned (raw uint16/uint8 storage is read as them), and references to the caller's
-// arrays the plan points into.
-struct WrapperState {
+// planned (raw uint16/uint8 storage is read as them), references to the caller's
+// arrays the plan points into, and the C++ wrapper. One template serves every
+// wrapper: the workspace, the plan's bookkeeping and the paged run() are the same.
+template <class Impl>
+class Wrapper {
+ public:
   Device device = Device::cpu();
   KVLayout layout = KVLayout::kNHD;
   DType q = DType::kF16, kv = DType::kF16, o = DType::kF16;
   nb::object float_workspace, int_workspace;  // the caller's buffers the plans live in
-  std::vector<nb::object> plan_refs;          // kv_indices, a caller-packed mask: run() reads them
+  // kv_indices, a caller-packed mask: run() reads them. Every Python object held here
+  // is shown to the garbage collector (gc_slots below).
+  std::vector<nb::object> plan_refs;
   bool planned = false;
 
   std::string device_name() const { return to_string(device); }
-};
-
-Device workspace_device(std::string_view op, nb::handle float_workspace_buffer) {
-  return device_arg(op, "float_workspace_buffer", float_workspace_buffer);
-}
-
-// ---------------------------------------------------------------- decode
-class Decode : public WrapperState {
- public:
-  static constexpr std::string_view kOp = "BatchDecodeWithPagedKVCache";
-
-  Decode(nb::handle float_workspace_buffer, const std::string& kv_layout,
-         std::optional<CapacityTuple> capacity)
-      : w_(init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout), to_capacity(capacity)) {
-    reset_workspace_buffer(float_workspace_buffer, nb::none());
-  }
 
   // FlashInfer's float_workspace_buffer (and int_workspace_buffer; None keeps the
   // wrapper's own): the plans live there from now on.
   void reset_workspace_buffer(nb::handle float_buffer, nb::handle int_buffer) {
-    const TensorArg f = tensor_out(kOp, "float_workspace_buffer", float_buffer);
-    const TensorArg i = tensor_out(kOp, "int_workspace_buffer", int_buffer, std::nullopt, true);
+    const TensorArg f = tensor_out(op_, "float_workspace_buffer", float_buffer);
+    const TensorArg i = tensor_out(op_, "int_workspace_buffer", int_buffer, std::nullopt, true);
     w_.reset_workspace_buffer(f.view, i.view);
     float_workspace = nb::borrow(float_buffer);
     int_workspace = nb::borrow(int_buffer);
   }
+
+  // run() of a wrapper over a paged cache (decode, paged prefill, cascade).
+  void run_paged(nb::handle q_, nb::handle k_, nb::handle v_, nb::handle out_, nb::handle lse_, float k_scale,
+                 float v_scale, std::uintptr_t stream, std::optional<bool> enable_pdl) const {
+    const TensorArg aq = tensor_arg(op_, "q", q_, q);
+    const TensorArg ak = tensor_arg(op_, "paged_kv_cache", k_, kv);
+    const TensorArg av = tensor_arg(op_, "paged_kv_cache[1]", v_, kv, true);
+    const TensorArg aout = tensor_out(op_, "out", out_, o);
+    const TensorArg alse = tensor_out(op_, "lse", lse_, DType::kF32, true);
+    const PagedKVCache cache = paged_cache(ak, av, layout);
+    const RunOptions options = run_options(alse, k_scale, v_scale, stream, enable_pdl);
+    nb::gil_scoped_release release;
+    w_.run(aq.view, cache, aout.view, options);
+  }
+
+ protected:
+  // make(device) builds the C++ wrapper on float_workspace_buffer's device.
+  template <class Make>
+  Wrapper(std::string_view op, nb::handle float_workspace_buffer, std::optional<std::string_view> kv_layout,
+          Make&& make)
+      : device(device_arg(op, "float_workspace_buffer", float_workspace_buffer)),
+        layout(kv_layout ? kv_layout_arg(op, *kv_layout) : KVLayout::kNHD),
+        w_(make(device, layout)),
+        op_(op) {
+    reset_workspace_buffer(float_workspace_buffer, nb::none());
+  }
+
+  // The plan, made with the GIL released; then the dtypes run() reads raw storage as,
+  // and the caller's arrays the plan points into.
+  template <class Args>
+  void commit(const Args& args, DType o_dtype, std::vector<nb::object> refs) {
+    {
+      nb::gil_scoped_release release;
+      w_.plan(args);
+    }
+    q = args.q_dtype, kv = args.kv_dtype, o = o_dtype;
+    plan_refs = std::move(refs);
+    planned = true;
+  }
+
+  Impl w_;
+  std::string_view op_;
+};
+
+// ---------------------------------------------------------------- decode
+class Decode : public Wrapper<BatchDecodeWithPagedKVCache> {
+ public:
+  static constexpr std::string_view kOp = "BatchDecodeWithPagedKVCache";
+
+  Decode(nb::handle float_workspace_buffer, const std::string& kv_layout, std::optional<CapacityTuple> capacity)
+      : Wrapper(kOp, float_workspace_buffer, kv_layout, [&](Device d, KVLayout l) {
+          return BatchDecodeWithPagedKVCache(d, l, to_capacity(capacity));
+        }) {}
 
   void plan(nb::handle indptr, nb::handle indices, nb::handle last_page_len, std::int64_t num_qo_heads,
             std::int64_t num_kv_heads, std::int64_t head_dim, std::int64_t page_size,
@@ -110,11 +125,9 @@ class Decode : public WrapperState {
             std::optional<float> sm_scale, float rope_scale, float rope_theta, const std::string& q_dtype,
             const std::string& kv_dtype, const std::string& o_dtype, std::int64_t fixed_split_size,
             bool disable_split_kv) {
-    const TensorArg a_indptr = tensor_arg(kOp, "kv_indptr", indptr);
-    const TensorArg a_indices = tensor_arg(kOp, "kv_indices", indices);
-    const TensorArg a_last = tensor_arg(kOp, "kv_last_page_len", last_page_len);
+    const PageTableArg table = page_table_arg(kOp, indptr, indices, last_page_len);
     DecodePlanArgs args{
-        .page_table = page_table(kOp, a_indptr, a_indices, a_last),
+        .page_table = table.table(),
         .num_qo_heads = num_qo_heads,
         .num_kv_heads = num_kv_heads,
         .head_dim = head_dim,
@@ -126,15 +139,9 @@ class Decode : public WrapperState {
         .o_dtype = dtype_arg(kOp, "o_data_type", o_dtype),
         .split = split_options(fixed_split_size, disable_split_kv),
     };
-    {
-      nb::gil_scoped_release release;
-      w_.plan(args);
-    }
-    q = args.q_dtype, kv = args.kv_dtype, o = args.o_dtype;
-    plan_refs = {nb::borrow(indices)};
-    planned = true;
+    // indptr and last_page_len too: time_step() plans from them again.
+    commit(args, args.o_dtype, {nb::borrow(indices), nb::borrow(indptr), nb::borrow(last_page_len)});
     last_args_ = args;
-    last_keep_ = {a_indptr, a_indices, a_last};
   }
 
   // The host cost of one decode step in C++ (bench/python/bench_host.py): the last
@@ -146,7 +153,7 @@ class Decode : public WrapperState {
     const TensorArg ak = tensor_arg(kOp, "paged_kv_cache", k_, kv);
     const TensorArg av = tensor_arg(kOp, "paged_kv_cache[1]", v_, kv, true);
     const TensorArg aout = tensor_out(kOp, "out", out_, o);
-    const PagedKVCache cache = paged_cache(kOp, ak, av, layout);
+    const PagedKVCache cache = paged_cache(ak, av, layout);
     const RunOptions options{.stream = as_stream(stream)};
     nb::gil_scoped_release release;
     const auto t0 = std::chrono::steady_clock::now();
@@ -156,51 +163,20 @@ class Decode : public WrapperState {
     return std::chrono::duration<double, std::micro>(t1 - t0).count();
   }
 
-  void run(nb::handle q_, nb::handle k_, nb::handle v_, nb::handle out_, nb::handle lse_, float k_scale,
-           float v_scale, std::uintptr_t stream, std::optional<bool> enable_pdl) const {
-    const TensorArg aq = tensor_arg(kOp, "q", q_, q);
-    const TensorArg ak = tensor_arg(kOp, "paged_kv_cache", k_, kv);
-    const TensorArg av = tensor_arg(kOp, "paged_kv_cache[1]", v_, kv, true);
-    const TensorArg aout = tensor_out(kOp, "out", out_, o);
-    const TensorArg alse = tensor_out(kOp, "lse", lse_, DType::kF32, true);
-    const PagedKVCache cache = paged_cache(kOp, ak, av, layout);
-    const RunOptions options = run_options(alse, k_scale, v_scale, stream, enable_pdl);
-    nb::gil_scoped_release release;
-    w_.run(aq.view, cache, aout.view, options);
-  }
-
  private:
-  Device init(nb::handle ws, const std::string& kv_layout) {
-    device = workspace_device(kOp, ws);
-    layout = kv_layout_arg(kOp, kv_layout);
-    float_workspace = nb::borrow(ws);
-    return device;
-  }
-  BatchDecodeWithPagedKVCache w_;
-  std::optional<DecodePlanArgs> last_args_;
-  std::vector<TensorArg> last_keep_;  // the arrays last_args_ points into
+  std::optional<DecodePlanArgs> last_args_;  // points into plan_refs' arrays
 };
 
 // ---------------------------------------------------------------- paged prefill
-class PagedPrefill : public WrapperState {
+class PagedPrefill : public Wrapper<BatchPrefillWithPagedKVCache> {
  public:
   static constexpr std::string_view kOp = "BatchPrefillWithPagedKVCache";
 
   PagedPrefill(nb::handle float_workspace_buffer, const std::string& kv_layout,
                std::optional<CapacityTuple> capacity)
-      : w_(init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout), to_capacity(capacity)) {
-    reset_workspace_buffer(float_workspace_buffer, nb::none());
-  }
-
-  // FlashInfer's float_workspace_buffer (and int_workspace_buffer; None keeps the
-  // wrapper's own): the plans live there from now on.
-  void reset_workspace_buffer(nb::handle float_buffer, nb::handle int_buffer) {
-    const TensorArg f = tensor_out(kOp, "float_workspace_buffer", float_buffer);
-    const TensorArg i = tensor_out(kOp, "int_workspace_buffer", int_buffer, std::nullopt, true);
-    w_.reset_workspace_buffer(f.view, i.view);
-    float_workspace = nb::borrow(float_buffer);
-    int_workspace = nb::borrow(int_buffer);
-  }
+      : Wrapper(kOp, float_workspace_buffer, kv_layout, [&](Device d, KVLayout l) {
+          return BatchPrefillWithPagedKVCache(d, l, to_capacity(capacity));
+        }) {}
 
   void plan(nb::handle qo_indptr, nb::handle indptr, nb::handle indices, nb::handle last_page_len,
             std::int64_t num_qo_heads, std::int64_t num_kv_heads, std::int64_t head_dim,
@@ -210,78 +186,37 @@ class PagedPrefill : public WrapperState {
             const std::string& o_dtype, std::int64_t fixed_split_size, bool disable_split_kv,
             const std::string& backend) {
     const TensorArg a_qo = tensor_arg(kOp, "qo_indptr", qo_indptr);
-    const TensorArg a_indptr = tensor_arg(kOp, "kv_indptr", indptr);
-    const TensorArg a_indices = tensor_arg(kOp, "kv_indices", indices);
-    const TensorArg a_last = tensor_arg(kOp, "kv_last_page_len", last_page_len);
+    const PageTableArg table = page_table_arg(kOp, indptr, indices, last_page_len);
     const TensorArg a_mask = tensor_arg(kOp, "custom_mask", custom_mask, std::nullopt, true);
-    const MaskMode mask = a_mask.defined() ? MaskMode::kCustom : causal ? MaskMode::kCausal : MaskMode::kNone;
     PagedPrefillPlanArgs args{
         .qo_indptr = a_qo.view,
-        .page_table = page_table(kOp, a_indptr, a_indices, a_last),
+        .page_table = table.table(),
         .num_qo_heads = num_qo_heads,
         .num_kv_heads = num_kv_heads,
         .head_dim = head_dim,
         .page_size = page_size,
-        .options = attention_options(kOp, mask, pos_encoding_mode, window_left, logits_soft_cap, sm_scale,
-                                     rope_scale, rope_theta, backend),
+        .options = attention_options(kOp, mask_mode(a_mask, causal), pos_encoding_mode, window_left,
+                                     logits_soft_cap, sm_scale, rope_scale, rope_theta, backend),
         .custom_mask = a_mask.view,
         .q_dtype = dtype_arg(kOp, "q_data_type", q_dtype),
         .kv_dtype = dtype_arg(kOp, "kv_data_type", kv_dtype),
         .o_dtype = dtype_arg(kOp, "o_data_type", o_dtype),
         .split = split_options(fixed_split_size, disable_split_kv),
     };
-    {
-      nb::gil_scoped_release release;
-      w_.plan(args);
-    }
-    q = args.q_dtype, kv = args.kv_dtype, o = args.o_dtype;
-    plan_refs = {nb::borrow(indices), nb::borrow(custom_mask)};
-    planned = true;
+    commit(args, args.o_dtype, {nb::borrow(indices), nb::borrow(custom_mask)});
   }
-
-  void run(nb::handle q_, nb::handle k_, nb::handle v_, nb::handle out_, nb::handle lse_, float k_scale,
-           float v_scale, std::uintptr_t stream, std::optional<bool> enable_pdl) const {
-    const TensorArg aq = tensor_arg(kOp, "q", q_, q);
-    const TensorArg ak = tensor_arg(kOp, "paged_kv_cache", k_, kv);
-    const TensorArg av = tensor_arg(kOp, "paged_kv_cache[1]", v_, kv, true);
-    const TensorArg aout = tensor_out(kOp, "out", out_, o);
-    const TensorArg alse = tensor_out(kOp, "lse", lse_, DType::kF32, true);
-    const PagedKVCache cache = paged_cache(kOp, ak, av, layout);
-    const RunOptions options = run_options(alse, k_scale, v_scale, stream, enable_pdl);
-    nb::gil_scoped_release release;
-    w_.run(aq.view, cache, aout.view, options);
-  }
-
- private:
-  Device init(nb::handle ws, const std::string& kv_layout) {
-    device = workspace_device(kOp, ws);
-    layout = kv_layout_arg(kOp, kv_layout);
-    float_workspace = nb::borrow(ws);
-    return device;
-  }
-  BatchPrefillWithPagedKVCache w_;
 };
 
 // ---------------------------------------------------------------- ragged prefill
-class RaggedPrefill : public WrapperState {
+class RaggedPrefill : public Wrapper<BatchPrefillWithRaggedKVCache> {
  public:
   static constexpr std::string_view kOp = "BatchPrefillWithRaggedKVCache";
 
   RaggedPrefill(nb::handle float_workspace_buffer, const std::string& kv_layout,
                 std::optional<CapacityTuple> capacity)
-      : w_(init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout), to_capacity(capacity)) {
-    reset_workspace_buffer(float_workspace_buffer, nb::none());
-  }
-
-  // FlashInfer's float_workspace_buffer (and int_workspace_buffer; None keeps the
-  // wrapper's own): the plans live there from now on.
-  void reset_workspace_buffer(nb::handle float_buffer, nb::handle int_buffer) {
-    const TensorArg f = tensor_out(kOp, "float_workspace_buffer", float_buffer);
-    const TensorArg i = tensor_out(kOp, "int_workspace_buffer", int_buffer, std::nullopt, true);
-    w_.reset_workspace_buffer(f.view, i.view);
-    float_workspace = nb::borrow(float_buffer);
-    int_workspace = nb::borrow(int_buffer);
-  }
+      : Wrapper(kOp, float_workspace_buffer, kv_layout, [&](Device d, KVLayout l) {
+          return BatchPrefillWithRaggedKVCache(d, l, to_capacity(capacity));
+        }) {}
 
   void plan(nb::handle qo_indptr, nb::handle kv_indptr, std::int64_t num_qo_heads, std::int64_t num_kv_heads,
             std::int64_t head_dim_qk, std::int64_t head_dim_vo, nb::handle custom_mask, bool causal,
@@ -292,7 +227,6 @@ class RaggedPrefill : public WrapperState {
     const TensorArg a_qo = tensor_arg(kOp, "qo_indptr", qo_indptr);
     const TensorArg a_kv = tensor_arg(kOp, "kv_indptr", kv_indptr);
     const TensorArg a_mask = tensor_arg(kOp, "custom_mask", custom_mask, std::nullopt, true);
-    const MaskMode mask = a_mask.defined() ? MaskMode::kCustom : causal ? MaskMode::kCausal : MaskMode::kNone;
     RaggedPrefillPlanArgs args{
         .qo_indptr = a_qo.view,
         .kv_indptr = a_kv.view,
@@ -300,21 +234,15 @@ class RaggedPrefill : public WrapperState {
         .num_kv_heads = num_kv_heads,
         .head_dim_qk = head_dim_qk,
         .head_dim_vo = head_dim_vo,
-        .options = attention_options(kOp, mask, pos_encoding_mode, window_left, logits_soft_cap, sm_scale,
-                                     rope_scale, rope_theta, backend),
+        .options = attention_options(kOp, mask_mode(a_mask, causal), pos_encoding_mode, window_left,
+                                     logits_soft_cap, sm_scale, rope_scale, rope_theta, backend),
         .custom_mask = a_mask.view,
         .q_dtype = dtype_arg(kOp, "q_data_type", q_dtype),
         .kv_dtype = dtype_arg(kOp, "kv_data_type", kv_dtype),
         .o_dtype = dtype_arg(kOp, "o_data_type", o_dtype),
         .split = split_options(fixed_split_size, disable_split_kv),
     };
-    {
-      nb::gil_scoped_release release;
-      w_.plan(args);
-    }
-    q = args.q_dtype, kv = args.kv_dtype, o = args.o_dtype;
-    plan_refs = {nb::borrow(custom_mask)};
-    planned = true;
+    commit(args, args.o_dtype, {nb::borrow(custom_mask)});
   }
 
   void run(nb::handle q_, nb::handle k_, nb::handle v_, nb::handle out_, nb::handle lse_, float k_scale,
@@ -328,36 +256,20 @@ class RaggedPrefill : public WrapperState {
     nb::gil_scoped_release release;
     w_.run(aq.view, ak.view, av.view, aout.view, options);
   }
-
- private:
-  Device init(nb::handle ws, const std::string& kv_layout) {
-    device = workspace_device(kOp, ws);
-    layout = kv_layout_arg(kOp, kv_layout);
-    float_workspace = nb::borrow(ws);
-    return device;
-  }
-  BatchPrefillWithRaggedKVCache w_;
 };
 
 // ---------------------------------------------------------------- cascade
-class Cascade : public WrapperState {
+class Cascade : public Wrapper<MultiLevelCascadeAttention> {
  public:
   static constexpr std::string_view kOp = "MultiLevelCascadeAttention";
 
   Cascade(int num_levels, nb::handle float_workspace_buffer, const std::string& kv_layout,
-          std::vector<CapacityTuple> capacities)
-      : w_(num_levels, init(float_workspace_buffer, kv_layout), kv_layout_arg(kOp, kv_layout),
-           to_capacities(capacities)) {
-    reset_workspace_buffer(float_workspace_buffer, nb::none());
-  }
-
-  void reset_workspace_buffer(nb::handle float_buffer, nb::handle int_buffer) {
-    const TensorArg f = tensor_out(kOp, "float_workspace_buffer", float_buffer);
-    const TensorArg i = tensor_out(kOp, "int_workspace_buffer", int_buffer, std::nullopt, true);
-    w_.reset_workspace_buffer(f.view, i.view);
-    float_workspace = nb::borrow(float_buffer);
-    int_workspace = nb::borrow(int_buffer);
-  }
+          const std::vector<CapacityTuple>& capacities)
+      : Wrapper(kOp, float_workspace_buffer, kv_layout, [&](Device d, KVLayout l) {
+          std::vector<Capacity> caps;
+          for (const CapacityTuple& t : capacities) caps.push_back(*to_capacity(t));
+          return MultiLevelCascadeAttention(num_levels, d, l, std::move(caps));
+        }) {}
 
   void plan(const std::vector<nb::handle>& qo_indptr, const std::vector<nb::handle>& kv_indptr,
             const std::vector<nb::handle>& kv_indices, const std::vector<nb::handle>& kv_last_page_len,
@@ -378,7 +290,7 @@ class Cascade : public WrapperState {
     keep.reserve(4 * n);
     CascadePlanArgs args;
     for (std::size_t i = 0; i < n; ++i) {
-      std::string l = "[";
+      std::string l = "[";  // appended, not `"[" + ...`: GCC 12 warns (-Wrestrict) on that form
       l += std::to_string(i);
       l += ']';
       const TensorArg& qo = keep.emplace_back(tensor_arg(kOp, "qo_indptr_arr" + l, qo_indptr[i]));
@@ -386,7 +298,8 @@ class Cascade : public WrapperState {
       const TensorArg& ix = keep.emplace_back(tensor_arg(kOp, "paged_kv_indices_arr" + l, kv_indices[i]));
       const TensorArg& lp =
           keep.emplace_back(tensor_arg(kOp, "paged_kv_last_page_len" + l, kv_last_page_len[i]));
-      args.levels.push_back({.qo_indptr = qo.view, .page_table = page_table(kOp, ip, ix, lp)});
+      args.levels.push_back(
+          {.qo_indptr = qo.view, .page_table = {.indptr = ip.view, .indices = ix.view, .last_page_len = lp.view}});
     }
     args.num_qo_heads = num_qo_heads;
     args.num_kv_heads = num_kv_heads;
@@ -397,61 +310,21 @@ class Cascade : public WrapperState {
     args.q_dtype = dtype_arg(kOp, "q_data_type", q_dtype);
     args.kv_dtype = dtype_arg(kOp, "kv_data_type", kv_dtype);
     args.o_dtype = dtype_arg(kOp, "o_data_type", o_dtype);
-    {
-      nb::gil_scoped_release release;
-      w_.plan(args);
-    }
-    q = args.q_dtype, kv = args.kv_dtype, o = args.o_dtype;
-    plan_refs.clear();
-    for (nb::handle h : kv_indices) plan_refs.push_back(nb::borrow(h));
-    planned = true;
+    std::vector<nb::object> refs;
+    for (nb::handle h : kv_indices) refs.push_back(nb::borrow(h));
+    commit(args, args.o_dtype, std::move(refs));
   }
-
-  void run(nb::handle q_, nb::handle k_, nb::handle v_, nb::handle out_, nb::handle lse_, float k_scale,
-           float v_scale, std::uintptr_t stream, std::optional<bool> enable_pdl) const {
-    const TensorArg aq = tensor_arg(kOp, "q", q_, q);
-    const TensorArg ak = tensor_arg(kOp, "paged_kv_cache", k_, kv);
-    const TensorArg av = tensor_arg(kOp, "paged_kv_cache[1]", v_, kv, true);
-    const TensorArg aout = tensor_out(kOp, "out", out_, o);
-    const TensorArg alse = tensor_out(kOp, "lse", lse_, DType::kF32, true);
-    const PagedKVCache cache = paged_cache(kOp, ak, av, layout);
-    const RunOptions options = run_options(alse, k_scale, v_scale, stream, enable_pdl);
-    nb::gil_scoped_release release;
-    w_.run(aq.view, cache, aout.view, options);
-  }
-
- private:
-  static std::vector<Capacity> to_capacities(const std::vector<CapacityTuple>& c) {
-    std::vector<Capacity> out;
-    for (const CapacityTuple& t : c) out.push_back(*to_capacity(t));
-    return out;
-  }
-  Device init(nb::handle ws, const std::string& kv_layout) {
-    device = workspace_device(kOp, ws);
-    layout = kv_layout_arg(kOp, kv_layout);
-    float_workspace = nb::borrow(ws);
-    return device;
-  }
-  MultiLevelCascadeAttention w_;
 };
 
 // ---------------------------------------------------------------- MLA
-class MLA : public WrapperState {
+class MLA : public Wrapper<BatchMLAPagedAttention> {
  public:
   static constexpr std::string_view kOp = "BatchMLAPagedAttention";
 
   MLA(nb::handle float_workspace_buffer, std::optional<CapacityTuple> capacity)
-      : w_(init(float_workspace_buffer), to_capacity(capacity)) {
-    reset_workspace_buffer(float_workspace_buffer, nb::none());
-  }
-
-  void reset_workspace_buffer(nb::handle float_buffer, nb::handle int_buffer) {
-    const TensorArg f = tensor_out(kOp, "float_workspace_buffer", float_buffer);
-    const TensorArg i = tensor_out(kOp, "int_workspace_buffer", int_buffer, std::nullopt, true);
-    w_.reset_workspace_buffer(f.view, i.view);
-    float_workspace = nb::borrow(float_buffer);
-    int_workspace = nb::borrow(int_buffer);
-  }
+      : Wrapper(kOp, float_workspace_buffer, std::nullopt, [&](Device d, KVLayout) {
+          return BatchMLAPagedAttention(d, to_capacity(capacity));
+        }) {}
 
   void plan(nb::handle qo_indptr, nb::handle kv_indptr, nb::handle kv_indices, nb::handle kv_len,
             std::int64_t num_heads, std::int64_t head_dim_ckv, std::int64_t head_dim_kpe,
@@ -478,14 +351,8 @@ class MLA : public WrapperState {
         .o_dtype = o_dtype ? std::optional(dtype_arg(kOp, "output_dtype", *o_dtype)) : std::nullopt,
         .split = split_options(fixed_split_size, disable_split_kv),
     };
-    {
-      nb::gil_scoped_release release;
-      w_.plan(args);
-    }
-    q = args.q_dtype, kv = args.kv_dtype, o = args.o_dtype.value_or(args.q_dtype);
+    commit(args, args.o_dtype.value_or(args.q_dtype), {nb::borrow(kv_indices)});
     head_dim_ckv_ = head_dim_ckv;
-    plan_refs = {nb::borrow(kv_indices)};
-    planned = true;
   }
 
   // q_pe None: q_nope is the packed query [nnz, H, ckv + kpe] (sliced here, no copy);
@@ -515,108 +382,143 @@ class MLA : public WrapperState {
   }
 
  private:
-  Device init(nb::handle ws) {
-    device = workspace_device(kOp, ws);
-    float_workspace = nb::borrow(ws);
-    return device;
-  }
-  BatchMLAPagedAttention w_;
   std::int64_t head_dim_ckv_ = kMlaHeadDimCkv;
 };
 
+// The Python objects a wrapper holds, shown to Python's garbage collector: a reference
+// cycle through them (a caller's buffer whose attributes lead back to the Python
+// wrapper that holds this one) is then collected, where it would otherwise outlive
+// the interpreter and nanobind would report the wrapper leaked at exit.
 template <class W>
-void common(nb::class_<W>& c) {
-  c.def("reset_workspace_buffer", &W::reset_workspace_buffer, nb::arg("float_workspace_buffer"),
+int gc_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));  // a heap type's instances reference it
+  if (!nb::inst_ready(self)) return 0;
+  const W* w = nb::inst_ptr<W>(self);
+  Py_VISIT(w->float_workspace.ptr());
+  Py_VISIT(w->int_workspace.ptr());
+  for (const nb::object& ref : w->plan_refs) Py_VISIT(ref.ptr());
+  return 0;
+}
+
+template <class W>
+int gc_clear(PyObject* self) {
+  W* w = nb::inst_ptr<W>(self);
+  w->float_workspace.reset();
+  w->int_workspace.reset();
+  w->plan_refs.clear();
+  return 0;
+}
+
+template <class W>
+PyType_Slot gc_slots[] = {{Py_tp_traverse, reinterpret_cast<void*>(&gc_traverse<W>)},
+                          {Py_tp_clear, reinterpret_cast<void*>(&gc_clear<W>)},
+                          {0, nullptr}};
+
+// A method of Wrapper<Impl> as one of W: nanobind converts `self` to the class that
+// declares the method, and only W is registered.
+template <class W, class Base, class R, class... A>
+auto method_of(R (Base::*f)(A...) const) {
+  return [f](const W& w, A... a) -> R { return (w.*f)(std::forward<A>(a)...); };
+}
+template <class W, class Base, class R, class... A>
+auto method_of(R (Base::*f)(A...)) {
+  return [f](W& w, A... a) -> R { return (w.*f)(std::forward<A>(a)...); };
+}
+
+// The class of one wrapper, with what every wrapper binds: the workspace, the device
+// and the planned dtypes.
+template <class W>
+nb::class_<W> wrapper_class(nb::module_& m, const char* name, const char* doc) {
+  nb::class_<W> c(m, name, doc, nb::type_slots(gc_slots<W>));
+  c.def("reset_workspace_buffer", method_of<W>(&W::reset_workspace_buffer), nb::arg("float_workspace_buffer"),
         nb::arg("int_workspace_buffer").none() = nb::none(),
         "The caller's workspace buffers (contiguous, 16-byte aligned, on the wrapper's device); a plan that "
         "needs more raises kvinfer.Error naming the buffer and the bytes.");
-  c.def_prop_ro("device", &W::device_name,
+  c.def_prop_ro("device", method_of<W>(&W::device_name),
                 "The wrapper's device (\"cpu\", \"cuda:0\"), from float_workspace_buffer.")
       .def_prop_ro("planned", [](const W& w) { return w.planned; })
       .def_prop_ro("q_data_type", [](const W& w) { return std::string(dtype_name(w.q)); })
       .def_prop_ro("kv_data_type", [](const W& w) { return std::string(dtype_name(w.kv)); })
       .def_prop_ro("o_data_type", [](const W& w) { return std::string(dtype_name(w.o)); });
+  return c;
+}
+
+// run(q, k, v, out, lse, k_scale, v_scale, stream, enable_pdl) of the decode and
+// prefill wrappers.
+template <class W, class Run>
+void def_run(nb::class_<W>& c, Run run) {
+  using nb::arg;
+  c.def("run", method_of<W>(run), arg("q"), arg("k").none(), arg("v").none(), arg("out").none(), arg("lse").none(),
+        arg("k_scale"), arg("v_scale"), arg("stream"), arg("enable_pdl").none(),
+        "run(q, k, v, out, lse, k_scale, v_scale, stream, enable_pdl): one call of the plan. v None: k is the "
+        "5-D paged cache. Allocates nothing; every tensor on the wrapper's device.");
+}
+
+// The constructor (float_workspace_buffer, kv_layout="NHD", capacity=None).
+template <class W>
+void def_init(nb::class_<W>& c) {
+  using nb::arg;
+  c.def(nb::init<nb::handle, const std::string&, std::optional<CapacityTuple>>(), arg("float_workspace_buffer"),
+        arg("kv_layout") = "NHD", arg("capacity").none() = nb::none());
 }
 
 }  // namespace
 
 void bind_attention(nb::module_& m) {
   using nb::arg;
-  const auto none = nb::none();
-  const char* run_doc =
-      "run(q, k, v, out, lse, k_scale, v_scale, stream, enable_pdl): one call of the plan. v None: k is the "
-      "5-D paged cache. Allocates nothing; every tensor on the wrapper's device.";
 
-  nb::class_<Decode> decode(
+  auto decode = wrapper_class<Decode>(
       m, "BatchDecodeWithPagedKVCache",
       "kvinfer::BatchDecodeWithPagedKVCache; kvinfer.decode wraps it with FlashInfer's API.");
+  def_init(decode);
+  def_run(decode, &Decode::run_paged);
   decode
-      .def(nb::init<nb::handle, const std::string&, std::optional<CapacityTuple>>(),
-           arg("float_workspace_buffer"), arg("kv_layout") = "NHD", arg("capacity").none() = none)
       .def("plan", &Decode::plan, arg("indptr"), arg("indices"), arg("last_page_len"), arg("num_qo_heads"),
            arg("num_kv_heads"), arg("head_dim"), arg("page_size"), arg("pos_encoding_mode"),
            arg("window_left"), arg("logits_soft_cap"), arg("sm_scale").none(), arg("rope_scale"),
            arg("rope_theta"), arg("q_data_type"), arg("kv_data_type"), arg("o_data_type"),
            arg("fixed_split_size"), arg("disable_split_kv"))
-      .def("run", &Decode::run, arg("q"), arg("k").none(), arg("v").none(), arg("out").none(),
-           arg("lse").none(), arg("k_scale"), arg("v_scale"), arg("stream"), arg("enable_pdl").none(),
-           run_doc)
       .def("time_step", &Decode::time_step, arg("q"), arg("k"), arg("v").none(), arg("out"), arg("runs"),
            arg("stream"),
            "Benchmark hook: the last plan() again plus `runs` run() calls, timed in C++ (microseconds).");
-  common(decode);
 
-  nb::class_<PagedPrefill> paged(m, "BatchPrefillWithPagedKVCache",
-                                 "kvinfer::BatchPrefillWithPagedKVCache; kvinfer.prefill wraps it.");
-  paged
-      .def(nb::init<nb::handle, const std::string&, std::optional<CapacityTuple>>(),
-           arg("float_workspace_buffer"), arg("kv_layout") = "NHD", arg("capacity").none() = none)
-      .def("plan", &PagedPrefill::plan, arg("qo_indptr"), arg("indptr"), arg("indices"), arg("last_page_len"),
-           arg("num_qo_heads"), arg("num_kv_heads"), arg("head_dim"), arg("page_size"),
-           arg("custom_mask").none(), arg("causal"), arg("pos_encoding_mode"), arg("window_left"),
-           arg("logits_soft_cap"), arg("sm_scale").none(), arg("rope_scale"), arg("rope_theta"),
-           arg("q_data_type"), arg("kv_data_type"), arg("o_data_type"), arg("fixed_split_size"),
-           arg("disable_split_kv"), arg("backend"))
-      .def("run", &PagedPrefill::run, arg("q"), arg("k").none(), arg("v").none(), arg("out").none(),
-           arg("lse").none(), arg("k_scale"), arg("v_scale"), arg("stream"), arg("enable_pdl").none(),
-           run_doc);
-  common(paged);
+  auto paged = wrapper_class<PagedPrefill>(m, "BatchPrefillWithPagedKVCache",
+                                           "kvinfer::BatchPrefillWithPagedKVCache; kvinfer.prefill wraps it.");
+  def_init(paged);
+  def_run(paged, &PagedPrefill::run_paged);
+  paged.def("plan", &PagedPrefill::plan, arg("qo_indptr"), arg("indptr"), arg("indices"), arg("last_page_len"),
+            arg("num_qo_heads"), arg("num_kv_heads"), arg("head_dim"), arg("page_size"),
+            arg("custom_mask").none(), arg("causal"), arg("pos_encoding_mode"), arg("window_left"),
+            arg("logits_soft_cap"), arg("sm_scale").none(), arg("rope_scale"), arg("rope_theta"),
+            arg("q_data_type"), arg("kv_data_type"), arg("o_data_type"), arg("fixed_split_size"),
+            arg("disable_split_kv"), arg("backend"));
 
-  nb::class_<RaggedPrefill> ragged(m, "BatchPrefillWithRaggedKVCache",
-                                   "kvinfer::BatchPrefillWithRaggedKVCache; kvinfer.prefill wraps it.");
-  ragged
-      .def(nb::init<nb::handle, const std::string&, std::optional<CapacityTuple>>(),
-           arg("float_workspace_buffer"), arg("kv_layout") = "NHD", arg("capacity").none() = none)
-      .def("plan", &RaggedPrefill::plan, arg("qo_indptr"), arg("kv_indptr"), arg("num_qo_heads"),
-           arg("num_kv_heads"), arg("head_dim_qk"), arg("head_dim_vo"), arg("custom_mask").none(),
-           arg("causal"), arg("pos_encoding_mode"), arg("window_left"), arg("logits_soft_cap"),
-           arg("sm_scale").none(), arg("rope_scale"), arg("rope_theta"), arg("q_data_type"),
-           arg("kv_data_type"), arg("o_data_type"), arg("fixed_split_size"), arg("disable_split_kv"),
-           arg("backend"))
-      .def("run", &RaggedPrefill::run, arg("q"), arg("k").none(), arg("v").none(), arg("out").none(),
-           arg("lse").none(), arg("k_scale"), arg("v_scale"), arg("stream"), arg("enable_pdl").none(),
-           run_doc);
-  common(ragged);
+  auto ragged = wrapper_class<RaggedPrefill>(m, "BatchPrefillWithRaggedKVCache",
+                                             "kvinfer::BatchPrefillWithRaggedKVCache; kvinfer.prefill wraps it.");
+  def_init(ragged);
+  def_run(ragged, &RaggedPrefill::run);
+  ragged.def("plan", &RaggedPrefill::plan, arg("qo_indptr"), arg("kv_indptr"), arg("num_qo_heads"),
+             arg("num_kv_heads"), arg("head_dim_qk"), arg("head_dim_vo"), arg("custom_mask").none(),
+             arg("causal"), arg("pos_encoding_mode"), arg("window_left"), arg("logits_soft_cap"),
+             arg("sm_scale").none(), arg("rope_scale"), arg("rope_theta"), arg("q_data_type"),
+             arg("kv_data_type"), arg("o_data_type"), arg("fixed_split_size"), arg("disable_split_kv"),
+             arg("backend"));
 
-  nb::class_<Cascade> cascade(m, "MultiLevelCascadeAttention",
-                              "kvinfer::MultiLevelCascadeAttention; kvinfer.cascade wraps it.");
-  cascade
-      .def(nb::init<int, nb::handle, const std::string&, std::vector<CapacityTuple>>(), arg("num_levels"),
-           arg("float_workspace_buffer"), arg("kv_layout") = "NHD",
-           arg("capacities") = std::vector<CapacityTuple>{})
-      .def("plan", &Cascade::plan, arg("qo_indptr_arr"), arg("paged_kv_indptr_arr"),
-           arg("paged_kv_indices_arr"), arg("paged_kv_last_page_len"), arg("num_qo_heads"),
-           arg("num_kv_heads"), arg("head_dim"), arg("page_size"), arg("causal"), arg("pos_encoding_mode"),
-           arg("window_left"), arg("logits_soft_cap"), arg("sm_scale").none(), arg("rope_scale"),
-           arg("rope_theta"), arg("q_data_type"), arg("kv_data_type"), arg("o_data_type"))
-      .def("run", &Cascade::run, arg("q"), arg("k").none(), arg("v").none(), arg("out").none(),
-           arg("lse").none(), arg("k_scale"), arg("v_scale"), arg("stream"), arg("enable_pdl").none(),
-           run_doc);
-  common(cascade);
+  auto cascade = wrapper_class<Cascade>(m, "MultiLevelCascadeAttention",
+                                        "kvinfer::MultiLevelCascadeAttention; kvinfer.cascade wraps it.");
+  cascade.def(nb::init<int, nb::handle, const std::string&, const std::vector<CapacityTuple>&>(),
+              arg("num_levels"), arg("float_workspace_buffer"), arg("kv_layout") = "NHD",
+              arg("capacities") = std::vector<CapacityTuple>{});
+  def_run(cascade, &Cascade::run_paged);
+  cascade.def("plan", &Cascade::plan, arg("qo_indptr_arr"), arg("paged_kv_indptr_arr"),
+              arg("paged_kv_indices_arr"), arg("paged_kv_last_page_len"), arg("num_qo_heads"),
+              arg("num_kv_heads"), arg("head_dim"), arg("page_size"), arg("causal"), arg("pos_encoding_mode"),
+              arg("window_left"), arg("logits_soft_cap"), arg("sm_scale").none(), arg("rope_scale"),
+              arg("rope_theta"), arg("q_data_type"), arg("kv_data_type"), arg("o_data_type"));
 
-  nb::class_<MLA> mla(m, "BatchMLAPagedAttention", "kvinfer::BatchMLAPagedAttention; kvinfer.mla wraps it.");
+  auto mla = wrapper_class<MLA>(m, "BatchMLAPagedAttention", "kvinfer::BatchMLAPagedAttention; kvinfer.mla wraps it.");
   mla.def(nb::init<nb::handle, std::optional<CapacityTuple>>(), arg("float_workspace_buffer"),
-          arg("capacity").none() = none)
+          arg("capacity").none() = nb::none())
       .def("plan", &MLA::plan, arg("qo_indptr"), arg("kv_indptr"), arg("kv_indices"), arg("kv_len"),
            arg("num_heads"), arg("head_dim_ckv"), arg("head_dim_kpe"), arg("page_size"), arg("causal"),
            arg("sm_scale").none(), arg("q_data_type"), arg("kv_data_type"), arg("o_data_type").none(),
@@ -626,9 +528,7 @@ void bind_attention(nb::module_& m) {
            arg("kpe_scale"), arg("stream"),
            "run(q_nope, q_pe, ckv_cache, kpe_cache, out, lse, ...): q_pe None reads q_nope as the packed "
            "[nnz, H, ckv + kpe] query; kpe_cache None reads ckv_cache as the packed [pages, page_size, ckv + "
-           "kpe] "
-           "cache (strided views, no copy).");
-  common(mla);
+           "kpe] cache (strided views, no copy).");
 }
 
 }  // namespace kvinfer::python

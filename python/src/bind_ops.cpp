@@ -13,21 +13,6 @@
 namespace kvinfer::python {
 namespace {
 
-AttentionOptions single_options(std::string_view op, MaskMode mask, const std::string& pos_encoding_mode,
-                                int window_left, float logits_soft_cap, std::optional<float> sm_scale,
-                                float rope_scale, float rope_theta, PrefillBackend backend) {
-  AttentionOptions o;
-  o.mask_mode = mask;
-  o.window_left = window_left;
-  o.logits_soft_cap = logits_soft_cap;
-  o.sm_scale = sm_scale;
-  o.pos_encoding = pos_encoding_arg(op, pos_encoding_mode);
-  o.rope_scale = rope_scale;
-  o.rope_theta = rope_theta;
-  o.backend = backend;
-  return o;
-}
-
 void single_prefill_py(nb::handle q, nb::handle k, nb::handle v, nb::handle out, nb::handle lse,
                        nb::handle custom_mask, bool causal, const std::string& kv_layout,
                        const std::string& pos_encoding_mode, int window_left, float logits_soft_cap,
@@ -38,10 +23,9 @@ void single_prefill_py(nb::handle q, nb::handle k, nb::handle v, nb::handle out,
   const TensorArg aout = tensor_out(op, "out", out, aq.view.dtype());
   const TensorArg alse = tensor_out(op, "lse", lse, DType::kF32, true);
   const TensorArg amask = tensor_arg(op, "custom_mask", custom_mask, std::nullopt, true);
-  const MaskMode mask = amask.defined() ? MaskMode::kCustom : causal ? MaskMode::kCausal : MaskMode::kNone;
   const SinglePrefillArgs args{
-      .options = single_options(op, mask, pos_encoding_mode, window_left, logits_soft_cap, sm_scale,
-                                rope_scale, rope_theta, backend_arg(op, backend)),
+      .options = attention_options(op, mask_mode(amask, causal), pos_encoding_mode, window_left, logits_soft_cap,
+                                   sm_scale, rope_scale, rope_theta, backend),
       .custom_mask = amask.view,
       .kv_layout = kv_layout_arg(op, kv_layout)};
   const RunOptions run{.lse = alse.view, .k_scale = k_scale, .v_scale = v_scale, .stream = as_stream(stream)};
@@ -58,8 +42,8 @@ void single_decode_py(nb::handle q, nb::handle k, nb::handle v, nb::handle out, 
   const TensorArg aout = tensor_out(op, "out", out, aq.view.dtype());
   const TensorArg alse = tensor_out(op, "lse", lse, DType::kF32, true);
   const SingleDecodeArgs args{
-      .options = single_options(op, MaskMode::kNone, pos_encoding_mode, window_left, logits_soft_cap,
-                                sm_scale, rope_scale, rope_theta, PrefillBackend::kAuto),
+      .options = attention_options(op, MaskMode::kNone, pos_encoding_mode, window_left, logits_soft_cap,
+                                   sm_scale, rope_scale, rope_theta, "auto"),
       .kv_layout = kv_layout_arg(op, kv_layout)};
   const RunOptions run{.lse = alse.view, .k_scale = k_scale, .v_scale = v_scale, .stream = as_stream(stream)};
   nb::gil_scoped_release release;
@@ -111,14 +95,10 @@ void append_paged_kv_cache_py(nb::handle append_key, nb::handle append_value, nb
                   pos = tensor_arg(op, "positions", positions);
   const TensorArg ck = tensor_out(op, "paged_kv_cache", k_cache, kRawBits16);
   const TensorArg cv = tensor_out(op, "paged_kv_cache[1]", v_cache, kRawBits16, true);
-  const TensorArg ix = tensor_arg(op, "kv_indices", kv_indices), ip = tensor_arg(op, "kv_indptr", kv_indptr);
-  const TensorArg lp = tensor_arg(op, "kv_last_page_len", kv_last_page_len);
-  const KVLayout layout = kv_layout_arg(op, kv_layout);
-  const PagedKVCache cache =
-      cv.defined() ? PagedKVCache::pair(ck.view, cv.view, layout) : PagedKVCache::combined(ck.view, layout);
-  const PageTable table{.indptr = ip.view, .indices = ix.view, .last_page_len = lp.view};
+  const PageTableArg table = page_table_arg(op, kv_indptr, kv_indices, kv_last_page_len);
+  const PagedKVCache cache = paged_cache(ck, cv, kv_layout_arg(op, kv_layout));
   nb::gil_scoped_release release;
-  append_paged_kv_cache(ak.view, av.view, bi.view, pos.view, cache, table, as_stream(stream));
+  append_paged_kv_cache(ak.view, av.view, bi.view, pos.view, cache, table.table(), as_stream(stream));
 }
 
 void append_paged_mla_kv_cache_py(nb::handle append_ckv, nb::handle append_kpe, nb::handle batch_indices,
@@ -132,12 +112,10 @@ void append_paged_mla_kv_cache_py(nb::handle append_ckv, nb::handle append_kpe, 
                   pos = tensor_arg(op, "positions", positions);
   const TensorArg cc = tensor_out(op, "ckv_cache", ckv_cache, kRawBits16);
   const TensorArg kc = tensor_out(op, "kpe_cache", kpe_cache, kRawBits16, true);
-  const TensorArg ix = tensor_arg(op, "kv_indices", kv_indices), ip = tensor_arg(op, "kv_indptr", kv_indptr);
-  const TensorArg lp = tensor_arg(op, "kv_last_page_len", kv_last_page_len);
+  const PageTableArg table = page_table_arg(op, kv_indptr, kv_indices, kv_last_page_len);
   const MLACache cache = kc.defined() ? MLACache::pair(cc.view, kc.view) : MLACache::combined(cc.view);
-  const PageTable table{.indptr = ip.view, .indices = ix.view, .last_page_len = lp.view};
   nb::gil_scoped_release release;
-  append_paged_mla_kv_cache(ac.view, ap.view, bi.view, pos.view, cache, table, as_stream(stream));
+  append_paged_mla_kv_cache(ac.view, ap.view, bi.view, pos.view, cache, table.table(), as_stream(stream));
 }
 
 void get_batch_indices_positions_py(nb::handle append_indptr, nb::handle seq_lens, nb::handle batch_indices,

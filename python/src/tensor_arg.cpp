@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 #include <string>
 
 namespace kvinfer::python {
@@ -39,30 +40,10 @@ std::optional<DType> from_dlpack(dl::dtype t) {
 }
 
 std::string dlpack_dtype_name(dl::dtype t) {
-  const char* kind = "?";
-  switch (dl::dtype_code(t.code)) {
-    case dl::dtype_code::Int:
-      kind = "int";
-      break;
-    case dl::dtype_code::UInt:
-      kind = "uint";
-      break;
-    case dl::dtype_code::Float:
-      kind = "float";
-      break;
-    case dl::dtype_code::Bfloat:
-      kind = "bfloat";
-      break;
-    case dl::dtype_code::Complex:
-      kind = "complex";
-      break;
-    case dl::dtype_code::Bool:
-      kind = "bool";
-      break;
-    default:
-      kind = "float8/other code ";
-      break;
-  }
+  // DLPack's type codes 0..6 (Int, UInt, Float, OpaqueHandle, Bfloat, Complex, Bool).
+  static constexpr const char* kKinds[] = {"int", "uint", "float", nullptr, "bfloat", "complex", "bool"};
+  const char* kind = t.code < std::size(kKinds) ? kKinds[t.code] : nullptr;
+  if (kind == nullptr) kind = "float8/other code ";
   std::string s = std::string(kind) + std::to_string(t.bits);
   if (t.lanes != 1) {
     s += 'x';
@@ -174,6 +155,79 @@ struct Descriptor {
   std::array<std::int64_t, kMaxRank> shape{}, strides{};
 };
 
+// numpy arrays read in place: the fields of numpy's PyArrayObject and PyArray_Descr
+// that its C API macros (PyArray_DATA, PyArray_NDIM, ...) read, laid out as numpy's
+// ndarraytypes.h has them in numpy 1.x and 2.x alike. Most of a numpy array's
+// conversion cost is its __dlpack__ call (a capsule and a managed tensor per call);
+// these reads replace it for the element types kvinfer has. Anything else (another
+// byte order, a user dtype such as ml_dtypes', strides that are not whole elements)
+// takes the DLPack path and its errors.
+struct NumpyDescr {
+  PyObject_HEAD
+  PyTypeObject* typeobj;
+  char kind, type, byteorder, flags_char;
+  int type_num;
+};
+struct NumpyArray {
+  PyObject_HEAD
+  char* data;
+  int nd;
+  Py_ssize_t* dimensions;
+  Py_ssize_t* strides;
+  PyObject* base;
+  NumpyDescr* descr;
+  int flags;
+};
+constexpr int kNpyWriteable = 0x0400;  // NPY_ARRAY_WRITEABLE
+
+// numpy's builtin type numbers (NPY_BOOL, NPY_UBYTE, ...) of the element types kvinfer
+// reads, as DLPack dtypes.
+std::optional<dl::dtype> numpy_dtype(int type_num) {
+  auto d = [](dl::dtype_code code, std::size_t bits) {
+    return std::optional(dl::dtype{std::uint8_t(code), std::uint8_t(bits), 1});
+  };
+  switch (type_num) {
+    case 0: return d(dl::dtype_code::Bool, 8);               // NPY_BOOL
+    case 2: return d(dl::dtype_code::UInt, 8);               // NPY_UBYTE
+    case 4: return d(dl::dtype_code::UInt, 16);              // NPY_USHORT
+    case 5: return d(dl::dtype_code::Int, 32);               // NPY_INT
+    case 7: return d(dl::dtype_code::Int, 8 * sizeof(long));  // NPY_LONG
+    case 9: return d(dl::dtype_code::Int, 64);               // NPY_LONGLONG
+    case 11: return d(dl::dtype_code::Float, 32);            // NPY_FLOAT
+    case 23: return d(dl::dtype_code::Float, 16);            // NPY_HALF
+    default: return std::nullopt;
+  }
+}
+
+bool is_numpy_array(PyTypeObject* tp) {
+  static PyTypeObject* ndarray = nullptr;  // numpy.ndarray, found at its first use
+  if (tp == ndarray) return true;
+  if (ndarray != nullptr || std::strcmp(tp->tp_name, "numpy.ndarray") != 0) return false;
+  Py_INCREF(tp);  // the cached type stays valid
+  ndarray = tp;
+  return true;
+}
+
+// A numpy array of a builtin dtype kvinfer reads, in place (false: the DLPack path).
+bool numpy_descriptor(PyObject* obj, bool writable, Descriptor& d) {
+  const auto* a = reinterpret_cast<const NumpyArray*>(obj);
+  if (a->nd < 0 || a->nd > kMaxRank || (writable && !(a->flags & kNpyWriteable))) return false;
+  if (a->descr->byteorder == '>') return false;
+  const std::optional<dl::dtype> dtype = numpy_dtype(a->descr->type_num);
+  if (!dtype) return false;
+  const Py_ssize_t itemsize = dtype->bits / 8;
+  d.ndim = std::size_t(a->nd);
+  for (std::size_t i = 0; i < d.ndim; ++i) {
+    if (a->strides[i] % itemsize != 0) return false;
+    d.shape[i] = a->dimensions[i];
+    d.strides[i] = a->strides[i] / itemsize;
+  }
+  d.data = a->data;
+  d.device_type = int(nb::device::cpu::value);
+  d.dtype = *dtype;
+  return true;
+}
+
 template <bool Writable>
 TensorArg convert(std::string_view op, std::string_view name, nb::handle obj, std::optional<DType> hint,
                   bool optional) {
@@ -185,7 +239,10 @@ TensorArg convert(std::string_view op, std::string_view name, nb::handle obj, st
   std::optional<DType> named;  // the dtype of a raw-storage view
   Descriptor d;
   bool have = false;
-  if (const DLPackExchangeAPIC* api = exchange_api(obj)) {
+  if (is_numpy_array(Py_TYPE(obj.ptr())) && numpy_descriptor(obj.ptr(), Writable, d)) {
+    have = true;
+    out.source = nb::borrow(obj);  // the array the view reads, for as long as the view is used
+  } else if (const DLPackExchangeAPIC* api = exchange_api(obj)) {
     dl::dltensor t{};
     if (api->dltensor_from_py_object_no_sync(obj.ptr(), &t) == 0) {
       if (t.ndim < 0 || t.ndim > kMaxRank) {
@@ -310,6 +367,27 @@ DType dtype_arg(std::string_view op, std::string_view name, std::string_view val
   fail(op, name, std::string(value),
        "must be one of float16, bfloat16, float8_e4m3fn, float8_e5m2, float32, uint8, int32, int64, bool "
        "(a torch dtype, a numpy dtype or its name)");
+}
+
+AttentionOptions attention_options(std::string_view op, MaskMode mask, std::string_view pos_encoding_mode,
+                                   int window_left, float logits_soft_cap, std::optional<float> sm_scale,
+                                   float rope_scale, float rope_theta, std::string_view backend) {
+  AttentionOptions o;
+  o.mask_mode = mask;
+  o.window_left = window_left;
+  o.logits_soft_cap = logits_soft_cap;
+  o.sm_scale = sm_scale;
+  o.pos_encoding = pos_encoding_arg(op, pos_encoding_mode);
+  o.rope_scale = rope_scale;
+  o.rope_theta = rope_theta;
+  o.backend = backend_arg(op, backend);
+  return o;
+}
+
+PageTableArg page_table_arg(std::string_view op, nb::handle indptr, nb::handle indices, nb::handle last_page_len) {
+  return {.indptr = tensor_arg(op, "kv_indptr", indptr),
+          .indices = tensor_arg(op, "kv_indices", indices),
+          .last_page_len = tensor_arg(op, "kv_last_page_len", last_page_len)};
 }
 
 KVLayout kv_layout_arg(std::string_view op, std::string_view value) {

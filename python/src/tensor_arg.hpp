@@ -59,6 +59,31 @@ BitOrder bit_order_arg(std::string_view op, std::string_view value);
 // FlashInfer's backend names that kvinfer has: "auto", "fa2" (portable), "fa3" (Hopper).
 PrefillBackend backend_arg(std::string_view op, std::string_view value);
 
+// The options of an attention call or plan, in FlashInfer's terms.
+AttentionOptions attention_options(std::string_view op, MaskMode mask, std::string_view pos_encoding_mode,
+                                   int window_left, float logits_soft_cap, std::optional<float> sm_scale,
+                                   float rope_scale, float rope_theta, std::string_view backend);
+// FlashInfer's rule: a custom mask replaces causal.
+inline MaskMode mask_mode(const TensorArg& custom_mask, bool causal) {
+  return custom_mask.defined() ? MaskMode::kCustom : causal ? MaskMode::kCausal : MaskMode::kNone;
+}
+
+// A page table's arrays (FlashInfer's kv_indptr, kv_indices, kv_last_page_len): indptr
+// and last_page_len read on the host, indices where run() reads them.
+struct PageTableArg {
+  TensorArg indptr, indices, last_page_len;
+
+  PageTable table() const {
+    return {.indptr = indptr.view, .indices = indices.view, .last_page_len = last_page_len.view};
+  }
+};
+PageTableArg page_table_arg(std::string_view op, nb::handle indptr, nb::handle indices, nb::handle last_page_len);
+
+// A paged cache: one 5-D tensor (v absent) or a (k, v) pair.
+inline PagedKVCache paged_cache(const TensorArg& k, const TensorArg& v, KVLayout layout) {
+  return v.defined() ? PagedKVCache::pair(k.view, v.view, layout) : PagedKVCache::combined(k.view, layout);
+}
+
 // A device-resident kvinfer::Tensor handed to Python: numpy on the CPU, torch (through
 // DLPack) when `like` is a torch tensor.
 nb::object to_python(Tensor t, nb::handle like);

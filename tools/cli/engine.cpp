@@ -27,6 +27,11 @@ class IndexArray {
   std::vector<std::int32_t> host;
 
   void clear() { host.clear(); }
+  // An indptr: empty but for its leading 0.
+  void restart() {
+    host.clear();
+    host.push_back(0);
+  }
   TensorView on_host() {
     if (host.capacity() == 0) host.reserve(16);  // a valid pointer even when empty
     return TensorView(host.data(), DType::kI32, {std::int64_t(host.size())});
@@ -50,10 +55,9 @@ class IndexArray {
 struct TableBuilder {
   IndexArray indptr, indices, last_page_len;
   void clear() {
-    indptr.clear();
+    indptr.restart();
     indices.clear();
     last_page_len.clear();
-    indptr.host.push_back(0);
   }
   void add(const std::int32_t* pages, std::int32_t num_pages, std::int32_t kv_len, std::int32_t page_size) {
     indices.host.insert(indices.host.end(), pages, pages + num_pages);
@@ -170,6 +174,60 @@ struct Engine::Impl {
     copy(TensorView(&x, DType::kF32, {1}), lse.view().select(0, 0).slice(0, 0, 1));
   }
 
+  // The tables every step builds: prefill's, decode's and the append of the new tokens.
+  void start_tables() {
+    prefill_qo_indptr.restart();
+    prefill_table.clear();
+    decode_table.clear();
+    append_indptr.restart();
+    append_seq_lens.clear();
+    append_table.clear();
+  }
+  // A request's new tokens (the last new_tokens of its kv_len) go into its pages.
+  void add_append(const std::vector<std::int32_t>& pages, std::int32_t kv_len, std::int32_t new_tokens) {
+    append_table.add(pages.data(), std::int32_t(pages.size()), kv_len, opt.page_size);
+    append_indptr.host.push_back(append_indptr.host.back() + new_tokens);
+    append_seq_lens.host.push_back(kv_len);
+  }
+  // A prefill segment of the step's query rows, in the prefill tables and the append.
+  void add_prefill(const PrefillWork& w, std::int64_t row, std::vector<CheckSegment>* segments) {
+    prefill_qo_indptr.host.push_back(prefill_qo_indptr.host.back() + w.qo_len);
+    prefill_table.add(w.pages.data(), std::int32_t(w.pages.size()), w.kv_len, opt.page_size);
+    add_append(w.pages, w.kv_len, w.qo_len);
+    if (segments) {
+      segments->push_back({w.sequence < 0 ? fmt::format("prefill of the shared prefix of group {}", w.group)
+                                          : fmt::format("prefill of request {}", w.sequence),
+                           row, w.qo_len, w.kv_len, w.pages});
+    }
+  }
+
+  // The append's table and each new token's (request, position): planned once a step.
+  struct AppendPlan {
+    PageTable table;
+    TensorView batch_indices, positions;
+  };
+  AppendPlan plan_append(std::int64_t new_tokens) {
+    const Device dev = opt.device;
+    AppendPlan a{.table = append_table.on(dev),
+                 .batch_indices = batch_indices.view().slice(0, 0, new_tokens),
+                 .positions = positions.view().slice(0, 0, new_tokens)};
+    if (new_tokens > 0) {
+      get_batch_indices_positions(append_indptr.on(dev), append_seq_lens.on(dev), a.batch_indices, a.positions);
+    }
+    return a;
+  }
+
+  // The step's times, and its per-layer work summed over the layers.
+  StepStats finish(StepStats st) {
+    collect_spans(st);
+    const double layers = model.num_layers;
+    st.prefill_flops *= layers;
+    st.prefill_bytes *= layers;
+    st.decode_flops *= layers;
+    st.decode_bytes *= layers;
+    return st;
+  }
+
   StepStats run_gqa(const StepBatch& batch, OracleCheck* check);
   StepStats run_mla(const StepBatch& batch, OracleCheck* check);
 };
@@ -245,30 +303,14 @@ StepStats Engine::Impl::run_gqa(const StepBatch& batch, OracleCheck* check) {
   }
 
   // Page tables. Rows of q/out: prefill segments, then plain decode, then cascade rows.
-  prefill_qo_indptr.clear();
-  prefill_qo_indptr.host.push_back(0);
-  prefill_table.clear();
-  decode_table.clear();
-  append_indptr.clear();
-  append_indptr.host.push_back(0);
-  append_seq_lens.clear();
-  append_table.clear();
+  start_tables();
   std::vector<CheckSegment> segments;
   std::int64_t row = 0;
   for (const PrefillWork& w : batch.prefill) {
-    prefill_qo_indptr.host.push_back(prefill_qo_indptr.host.back() + w.qo_len);
-    prefill_table.add(w.pages.data(), std::int32_t(w.pages.size()), w.kv_len, ps);
-    append_table.add(w.pages.data(), std::int32_t(w.pages.size()), w.kv_len, ps);
-    append_indptr.host.push_back(append_indptr.host.back() + w.qo_len);
-    append_seq_lens.host.push_back(w.kv_len);
+    add_prefill(w, row, check ? &segments : nullptr);
     st.prefill_flops += causal_pairs(w.qo_len, w.kv_len) * double(hq) * 4.0 * double(d);
     st.prefill_bytes +=
         double(w.kv_len) * double(hk * d) * 2 * elem + double(w.qo_len) * double(hq * d) * 2 * qelem;
-    if (check) {
-      segments.push_back({w.sequence < 0 ? fmt::format("prefill of the shared prefix of group {}", w.group)
-                                         : fmt::format("prefill of request {}", w.sequence),
-                          row, w.qo_len, w.kv_len, w.pages});
-    }
     row += w.qo_len;
   }
   const std::int64_t prefill_rows = row;
@@ -280,8 +322,7 @@ StepStats Engine::Impl::run_gqa(const StepBatch& batch, OracleCheck* check) {
     ++row;
   }
   for (std::size_t i = 0; i < 2; ++i) {
-    cascade_qo_indptr[i].clear();
-    cascade_qo_indptr[i].host.push_back(0);
+    cascade_qo_indptr[i].restart();
     cascade_table[i].clear();
   }
   {
@@ -308,15 +349,8 @@ StepStats Engine::Impl::run_gqa(const StepBatch& batch, OracleCheck* check) {
     }
   }
   const std::int64_t decode_rows = std::int64_t(plain.size()), cascade_rows = std::int64_t(grouped.size());
-  for (const DecodeWork* w : plain) {
-    append_table.add(w->pages.data(), std::int32_t(w->pages.size()), w->kv_len, ps);
-    append_indptr.host.push_back(append_indptr.host.back() + 1);
-    append_seq_lens.host.push_back(w->kv_len);
-  }
-  for (const DecodeWork* w : grouped) {
-    append_table.add(w->pages.data(), std::int32_t(w->pages.size()), w->kv_len, ps);
-    append_indptr.host.push_back(append_indptr.host.back() + 1);
-    append_seq_lens.host.push_back(w->kv_len);
+  for (const auto* rows_of : {&plain, &grouped}) {
+    for (const DecodeWork* w : *rows_of) add_append(w->pages, w->kv_len, 1);
   }
   for (const DecodeWork& w : batch.decode) st.decode_flops += double(w.kv_len) * double(hq) * 4.0 * double(d);
   st.decode_bytes += double(decode_rows + cascade_rows) * double(hq * d) * 2 * qelem;
@@ -328,10 +362,7 @@ StepStats Engine::Impl::run_gqa(const StepBatch& batch, OracleCheck* check) {
 
   // Plans: once per step, shared by every layer (the page tables are the same).
   auto t0 = Clock::now();
-  const PageTable append = append_table.on(dev);
-  const TensorView bi = batch_indices.view().slice(0, 0, new_tokens),
-                   pos = positions.view().slice(0, 0, new_tokens);
-  if (new_tokens > 0) get_batch_indices_positions(append_indptr.on(dev), append_seq_lens.on(dev), bi, pos);
+  const AppendPlan append = plan_append(new_tokens);
   const AttentionOptions causal{.mask_mode = MaskMode::kCausal};
   if (prefill_rows > 0) {
     prefill.plan({.qo_indptr = prefill_qo_indptr.on_host(),
@@ -378,7 +409,7 @@ StepStats Engine::Impl::run_gqa(const StepBatch& batch, OracleCheck* check) {
     if (new_tokens > 0) {
       const TensorView k_new = kv_pool->take({new_tokens, hk, d}), v_new = kv_pool->take({new_tokens, hk, d});
       spans.begin(kAppendSpan);
-      append_paged_kv_cache(k_new, v_new, bi, pos, kv, append);
+      append_paged_kv_cache(k_new, v_new, append.batch_indices, append.positions, kv, append.table);
       spans.end();
     }
     const TensorView q = q_pool->take({rows, hq, d});
@@ -401,13 +432,7 @@ StepStats Engine::Impl::run_gqa(const StepBatch& batch, OracleCheck* check) {
       check->check_gqa(batch.step, layer, q, out_rows, lse_rows, kv, segments);
     if (opt.on_layer) opt.on_layer(layer);
   }
-  collect_spans(st);
-  const double layers = model.num_layers;
-  st.prefill_flops *= layers;
-  st.prefill_bytes *= layers;
-  st.decode_flops *= layers;
-  st.decode_bytes *= layers;
-  return st;
+  return finish(st);
 }
 
 StepStats Engine::Impl::run_mla(const StepBatch& batch, OracleCheck* check) {
@@ -420,35 +445,18 @@ StepStats Engine::Impl::run_mla(const StepBatch& batch, OracleCheck* check) {
 
   // MLA has no cascade wrapper: requests of a prefix group still share the prefix's
   // pages, each reading them through its own page table.
-  prefill_qo_indptr.clear();
-  prefill_qo_indptr.host.push_back(0);
-  mla_decode_qo_indptr.clear();
-  mla_decode_qo_indptr.host.push_back(0);
-  prefill_table.clear();
-  decode_table.clear();
+  start_tables();
+  mla_decode_qo_indptr.restart();
   mla_prefill_kv_len.clear();
   mla_decode_kv_len.clear();
-  append_indptr.clear();
-  append_indptr.host.push_back(0);
-  append_seq_lens.clear();
-  append_table.clear();
   std::vector<CheckSegment> segments;
   std::int64_t row = 0;
   for (const PrefillWork& w : batch.prefill) {
-    prefill_qo_indptr.host.push_back(prefill_qo_indptr.host.back() + w.qo_len);
-    prefill_table.add(w.pages.data(), std::int32_t(w.pages.size()), w.kv_len, ps);
+    add_prefill(w, row, check ? &segments : nullptr);
     mla_prefill_kv_len.host.push_back(w.kv_len);
-    append_table.add(w.pages.data(), std::int32_t(w.pages.size()), w.kv_len, ps);
-    append_indptr.host.push_back(append_indptr.host.back() + w.qo_len);
-    append_seq_lens.host.push_back(w.kv_len);
     st.prefill_flops += causal_pairs(w.qo_len, w.kv_len) * flops_per_pair;
     st.prefill_bytes +=
         double(w.kv_len) * double(dc + dp) * elem + double(w.qo_len) * double(h * (2 * dc + dp)) * qelem;
-    if (check) {
-      segments.push_back({w.sequence < 0 ? fmt::format("prefill of the shared prefix of group {}", w.group)
-                                         : fmt::format("prefill of request {}", w.sequence),
-                          row, w.qo_len, w.kv_len, w.pages});
-    }
     row += w.qo_len;
   }
   const std::int64_t prefill_rows = row;
@@ -456,9 +464,7 @@ StepStats Engine::Impl::run_mla(const StepBatch& batch, OracleCheck* check) {
     mla_decode_qo_indptr.host.push_back(mla_decode_qo_indptr.host.back() + 1);
     decode_table.add(w.pages.data(), std::int32_t(w.pages.size()), w.kv_len, ps);
     mla_decode_kv_len.host.push_back(w.kv_len);
-    append_table.add(w.pages.data(), std::int32_t(w.pages.size()), w.kv_len, ps);
-    append_indptr.host.push_back(append_indptr.host.back() + 1);
-    append_seq_lens.host.push_back(w.kv_len);
+    add_append(w.pages, w.kv_len, 1);
     st.decode_flops += double(w.kv_len) * flops_per_pair;
     st.decode_bytes += double(w.kv_len) * double(dc + dp) * elem + double(h * (2 * dc + dp)) * qelem;
     if (check)
@@ -470,10 +476,7 @@ StepStats Engine::Impl::run_mla(const StepBatch& batch, OracleCheck* check) {
   st.decode_rows = decode_rows;
 
   auto t0 = Clock::now();
-  const PageTable append = append_table.on(dev);
-  const TensorView bi = batch_indices.view().slice(0, 0, new_tokens),
-                   pos = positions.view().slice(0, 0, new_tokens);
-  if (new_tokens > 0) get_batch_indices_positions(append_indptr.on(dev), append_seq_lens.on(dev), bi, pos);
+  const AppendPlan append = plan_append(new_tokens);
   const std::optional<float> scale = model.sm_scale();
   // Prefill and decode share the model's MLA shape; only their tables differ.
   const auto plan_mla = [&](BatchMLAPagedAttention& w, const TensorView& qo_indptr, const PageTable& table,
@@ -510,7 +513,7 @@ StepStats Engine::Impl::run_mla(const StepBatch& batch, OracleCheck* check) {
     if (new_tokens > 0) {
       const TensorView ckv_new = kv_pool->take({new_tokens, dc}), kpe_new = kv_pool->take({new_tokens, dp});
       spans.begin(kAppendSpan);
-      append_paged_mla_kv_cache(ckv_new, kpe_new, bi, pos, kv, append);
+      append_paged_mla_kv_cache(ckv_new, kpe_new, append.batch_indices, append.positions, kv, append.table);
       spans.end();
     }
     const TensorView q_nope = q_pool->take({rows, h, dc}), q_pe = q_pool->take({rows, h, dp});
@@ -531,13 +534,7 @@ StepStats Engine::Impl::run_mla(const StepBatch& batch, OracleCheck* check) {
     }
     if (opt.on_layer) opt.on_layer(layer);
   }
-  collect_spans(st);
-  const double layers = model.num_layers;
-  st.prefill_flops *= layers;
-  st.prefill_bytes *= layers;
-  st.decode_flops *= layers;
-  st.decode_bytes *= layers;
-  return st;
+  return finish(st);
 }
 
 }  // namespace kvinfer::cli

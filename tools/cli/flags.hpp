@@ -57,29 +57,33 @@ T parse_number(const std::string& flag, std::string_view text, const Bounds<T>& 
   return v;
 }
 
-// Adds `name` to `cmd`, its value converted into `target` by parse_number; the help
-// text gains the range (and the default, unless `target` is an empty optional).
-template <class T>
-CLI::Option* add_number(CLI::App* cmd, const std::string& name, T& target, Bounds<T> bounds,
-                        const std::string& help) {
+// Adds `name` to `cmd`, its value converted into `target` (a T or an optional<T>) by
+// parse_number; the help text gains the range.
+template <class T, class Target>
+CLI::Option* add_number_option(CLI::App* cmd, const std::string& name, Target& target, Bounds<T> bounds,
+                               const std::string& help) {
   const std::string flag = name.substr(0, name.find(','));
   CLI::Option* o = cmd->add_option_function<std::string>(
       name, [&target, flag, bounds](const std::string& text) { target = parse_number(flag, text, bounds); },
       fmt::format("{}; {}", help, describe_bounds(bounds)));
   o->type_name(std::is_integral_v<T> ? "INT" : "NUMBER");
+  return o;
+}
+
+// The same with the default (`target`'s value) in the help text.
+template <class T>
+CLI::Option* add_number(CLI::App* cmd, const std::string& name, T& target, Bounds<T> bounds,
+                        const std::string& help) {
+  CLI::Option* o = add_number_option(cmd, name, target, bounds, help);
   o->default_str(fmt::format("{}", target));
   return o;
 }
 
+// An optional<T>: no default shown.
 template <class T>
 CLI::Option* add_number(CLI::App* cmd, const std::string& name, std::optional<T>& target, Bounds<T> bounds,
                         const std::string& help) {
-  const std::string flag = name.substr(0, name.find(','));
-  CLI::Option* o = cmd->add_option_function<std::string>(
-      name, [&target, flag, bounds](const std::string& text) { target = parse_number(flag, text, bounds); },
-      fmt::format("{}; {}", help, describe_bounds(bounds)));
-  o->type_name(std::is_integral_v<T> ? "INT" : "NUMBER");
-  return o;
+  return add_number_option<T>(cmd, name, target, bounds, help);
 }
 
 // "N" or "MIN:MAX", each an integer within `b`, MIN <= MAX.

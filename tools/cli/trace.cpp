@@ -62,6 +62,25 @@ void finish(Trace& t) {
 }
 
 // ------------------------------------------------------------------ JSON
+// A request of the trace file: its arrival step and lengths within the limits.
+TraceRequest checked_request(const std::string& where, std::int64_t arrival, std::int64_t prompt,
+                             std::int64_t gen) {
+  if (arrival < 0 || arrival > kMaxArrival) {
+    throw InputError(fmt::format("{}: arrival = {}: must be a step in [0, {}]", where, arrival, kMaxArrival));
+  }
+  if (prompt < 1 || prompt > kMaxTokens) {
+    throw InputError(fmt::format("{}: prompt_len = {}: must be in [1, {}]", where, prompt, kMaxTokens));
+  }
+  if (gen < 1 || gen > kMaxTokens) {
+    throw InputError(fmt::format("{}: gen_len = {}: must be in [1, {}]", where, gen, kMaxTokens));
+  }
+  TraceRequest q;
+  q.arrival = arrival;
+  q.prompt_len = std::int32_t(prompt);
+  q.gen_len = std::int32_t(gen);
+  return q;
+}
+
 std::int64_t json_int(const nlohmann::json& obj, const char* key, const std::string& where, bool required,
                       std::int64_t fallback) {
   if (!obj.contains(key)) {
@@ -147,23 +166,10 @@ Trace parse_json(const std::string& path, const std::string& text) {
                         where, key));
       }
     }
-    TraceRequest q;
     const std::int64_t arrival = json_int(r, "arrival", where, false, 0);
     const std::int64_t prompt = json_int(r, "prompt_len", where, true, 0);
     const std::int64_t gen = json_int(r, "gen_len", where, true, 0);
-    if (arrival < 0 || arrival > kMaxArrival) {
-      throw InputError(
-          fmt::format("{}: arrival = {}: must be a step in [0, {}]", where, arrival, kMaxArrival));
-    }
-    if (prompt < 1 || prompt > kMaxTokens) {
-      throw InputError(fmt::format("{}: prompt_len = {}: must be in [1, {}]", where, prompt, kMaxTokens));
-    }
-    if (gen < 1 || gen > kMaxTokens) {
-      throw InputError(fmt::format("{}: gen_len = {}: must be in [1, {}]", where, gen, kMaxTokens));
-    }
-    q.arrival = arrival;
-    q.prompt_len = std::int32_t(prompt);
-    q.gen_len = std::int32_t(gen);
+    TraceRequest q = checked_request(where, arrival, prompt, gen);
     if (r.contains("prefix_group") && !r["prefix_group"].is_null()) {
       const nlohmann::json& g = r["prefix_group"];
       if (!g.is_string() && !g.is_number_integer()) {
@@ -237,24 +243,11 @@ Trace parse_csv(const std::string& path, const std::string& text) {
       const auto it = col.find(name);
       return it == col.end() ? nullptr : &cells[it->second];
     };
-    TraceRequest q;
     const std::int64_t arrival =
         cell("arrival") && !cell("arrival")->empty() ? csv_int(*cell("arrival"), where, "arrival") : 0;
     const std::int64_t prompt = csv_int(*cell("prompt_len"), where, "prompt_len");
     const std::int64_t gen = csv_int(*cell("gen_len"), where, "gen_len");
-    if (arrival < 0 || arrival > kMaxArrival) {
-      throw InputError(
-          fmt::format("{}: arrival = {}: must be a step in [0, {}]", where, arrival, kMaxArrival));
-    }
-    if (prompt < 1 || prompt > kMaxTokens) {
-      throw InputError(fmt::format("{}: prompt_len = {}: must be in [1, {}]", where, prompt, kMaxTokens));
-    }
-    if (gen < 1 || gen > kMaxTokens) {
-      throw InputError(fmt::format("{}: gen_len = {}: must be in [1, {}]", where, gen, kMaxTokens));
-    }
-    q.arrival = arrival;
-    q.prompt_len = std::int32_t(prompt);
-    q.gen_len = std::int32_t(gen);
+    TraceRequest q = checked_request(where, arrival, prompt, gen);
     const std::string* group = cell("prefix_group");
     const std::string* plen_cell = cell("prefix_len");
     if (group && !group->empty()) {

@@ -689,14 +689,28 @@ def draw_decode(plt, data):
     return fig
 
 
-def draw_decode_fp8(plt, data):
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    rows = data["rows"]
-    bars(ax, [r[0] for r in rows], [("bf16 KV", COLORS["ours2"], [r[1] for r in rows]),
-                                    ("fp8 e4m3 KV", COLORS["ours"], [r[2] for r in rows])], "µs")
-    ax.set_title("Decode time, bf16 and fp8 KV")
-    legend_below(ax)
-    return fig
+def bar_chart(title, series, ylabel, figsize=(7, 3.5), ylim=None, yscale=None, legend=True):
+    """A draw function of one grouped-bar chart: rows of (label, value per series),
+    series = [(name, color key)]."""
+
+    def draw(plt, data):
+        fig, ax = plt.subplots(figsize=figsize)
+        rows = data["rows"]
+        bars(ax, [r[0] for r in rows],
+             [(name, COLORS[color], [r[i + 1] for r in rows]) for i, (name, color) in enumerate(series)], ylabel)
+        if ylim is not None:
+            ax.set_ylim(*ylim)
+        if yscale is not None:
+            ax.set_yscale(yscale)
+        ax.set_title(title)
+        if legend:
+            legend_below(ax)
+        return fig
+
+    return draw
+
+
+draw_decode_fp8 = bar_chart("Decode time, bf16 and fp8 KV", [("bf16 KV", "ours2"), ("fp8 e4m3 KV", "ours")], "µs")
 
 
 def draw_prefill(plt, data):
@@ -724,46 +738,14 @@ def draw_prefill(plt, data):
     return fig
 
 
-def draw_cascade(plt, data):
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    rows = data["rows"]
-    bars(ax, [r[0] for r in rows], [("cascade", COLORS["ours"], [r[1] for r in rows]),
-                                    ("plain paged decode", COLORS["ours2"], [r[2] for r in rows])], "µs")
-    ax.set_title("Cascade: 32k shared prefix + 256 per request")
-    legend_below(ax)
-    return fig
-
-
-def draw_mla(plt, data):
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    rows = data["rows"]
-    bars(ax, [r[0] for r in rows], [("of read bandwidth", COLORS["ours"], [r[1] for r in rows]),
-                                    ("of cuBLAS bf16 rate", COLORS["cudnn"], [r[2] for r in rows])], "fraction")
-    ax.set_ylim(0, 1)
-    ax.set_title("MLA decode, ckv 512 + kpe 64, page 64")
-    legend_below(ax)
-    return fig
-
-
-def draw_layer_steps(plt, data):
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    rows = data["rows"]
-    bars(ax, [r[0] for r in rows], [("append + decode", COLORS["ours2"], [r[1] for r in rows]),
-                                    ("with PDL", COLORS["ours"], [r[2] for r in rows])], "µs per layer")
-    ax.set_yscale("log")
-    ax.set_title("A decode step through 8 layers")
-    legend_below(ax)
-    return fig
-
-
-def draw_append(plt, data):
-    fig, ax = plt.subplots(figsize=(7, 3.5))
-    rows = data["rows"]
-    bars(ax, [r[0] for r in rows], [("of the 2 GiB copy bandwidth", COLORS["ours"], [r[1] for r in rows])],
-         "fraction")
-    ax.set_ylim(0, 1)
-    ax.set_title("append_paged_kv_cache and same-size copies (5000 tokens)")
-    return fig
+draw_cascade = bar_chart("Cascade: 32k shared prefix + 256 per request",
+                         [("cascade", "ours"), ("plain paged decode", "ours2")], "µs", figsize=(5, 3.5))
+draw_mla = bar_chart("MLA decode, ckv 512 + kpe 64, page 64",
+                     [("of read bandwidth", "ours"), ("of cuBLAS bf16 rate", "cudnn")], "fraction", ylim=(0, 1))
+draw_layer_steps = bar_chart("A decode step through 8 layers", [("append + decode", "ours2"), ("with PDL", "ours")],
+                             "µs per layer", figsize=(6, 3.5), yscale="log")
+draw_append = bar_chart("append_paged_kv_cache and same-size copies (5000 tokens)",
+                        [("of the 2 GiB copy bandwidth", "ours")], "fraction", ylim=(0, 1), legend=False)
 
 
 def write_plots(plots, img_dir):
