@@ -36,6 +36,7 @@
 #include "cuda/attention/tile/math.cuh"
 #include "cuda/attention/tile/swizzle.cuh"
 #include "cuda/check.cuh"
+#include "cuda/common/convert.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/mma.cuh"
 #include "cuda/common/ptx.cuh"
