@@ -344,7 +344,7 @@ void cascade(Input& in) {
     Tensor t_qo;
     Pages pages;
   };
-  std::vector<std::vector<std::int32_t>> kv_lens(std::size_t(num_levels));
+  std::vector<std::vector<std::int32_t>> kv_lens(static_cast<std::size_t>(num_levels));
   std::vector<std::vector<std::int32_t>> qo_indptrs;
   std::int64_t total_pages = 0;
   for (int l = 0; l < num_levels; ++l) {
@@ -358,7 +358,7 @@ void cascade(Input& in) {
     qo_indptrs.push_back(qo);
   }
   const std::int64_t num_pages = std::max<std::int64_t>(1, total_pages + in.in<int>(-1, 1));
-  std::vector<Level> levels(std::size_t(num_levels));
+  std::vector<Level> levels(static_cast<std::size_t>(num_levels));
   for (int l = 0; l < num_levels; ++l) {
     levels[std::size_t(l)].qo_indptr = qo_indptrs[std::size_t(l)];
     levels[std::size_t(l)].t_qo = int32_tensor(qo_indptrs[std::size_t(l)]);

@@ -27,7 +27,7 @@ class Input {
   template <class T>
   T in(T lo, T hi) { return fdp_.ConsumeIntegralInRange<T>(lo, hi); }
   float real(float lo, float hi) { return fdp_.ConsumeFloatingPointInRange<float>(lo, hi); }
-  std::size_t remaining() const { return fdp_.remaining_bytes(); }
+  std::size_t remaining() { return fdp_.remaining_bytes(); }
 
   // Mostly a value in [lo, hi]; now and then one at the edges of int32/int64, which
   // the library must reject (or handle) without overflowing.
@@ -57,7 +57,7 @@ class Input {
 
   // Lengths that sum to what the harness can afford.
   std::vector<std::int32_t> lengths(int n, std::int32_t max_each) {
-    std::vector<std::int32_t> v(std::size_t(n));
+    std::vector<std::int32_t> v(static_cast<std::size_t>(n));
     for (auto& x : v) x = in<std::int32_t>(0, max_each);
     return v;
   }

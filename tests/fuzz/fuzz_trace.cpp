@@ -19,15 +19,16 @@
 
 namespace {
 
-// One scratch folder per fuzzing process, removed at exit.
+// One scratch folder per fuzzing process, removed at exit. The name is never freed:
+// the exit handler runs after static destructors would have run.
 const std::string& scratch_dir() {
-  static const std::string dir = [] {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "kvinfer-fuzz-trace-XXXXXX").string();
-    if (mkdtemp(tmpl.data()) == nullptr) std::abort();
-    std::atexit([] { std::filesystem::remove_all(scratch_dir()); });
+  static const std::string* const dir = [] {
+    auto* tmpl = new std::string((std::filesystem::temp_directory_path() / "kvinfer-fuzz-trace-XXXXXX").string());
+    if (mkdtemp(tmpl->data()) == nullptr) std::abort();
+    std::atexit([] { std::filesystem::remove_all(*dir); });
     return tmpl;
   }();
-  return dir;
+  return *dir;
 }
 
 void write_file(const std::string& path, const std::uint8_t* data, std::size_t size) {
