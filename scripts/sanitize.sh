@@ -3,8 +3,8 @@
 # The CPU tests under the sanitizers (CMakePresets.json, clang):
 #   asan  every CPU test but `slow` under AddressSanitizer + UndefinedBehaviorSanitizer
 #         (halt on the first report; the fuzzers' seed corpora are replayed too)
-#   tsan  the thread-pool tests and the CPU tests that call wrappers from several
-#         threads, under ThreadSanitizer
+#   tsan  the thread-pool tests (tests/threads, label `threads`: the one pool, wrappers
+#         run from several threads at once, nesting, exceptions) under ThreadSanitizer
 # Builds in build-asan/ and build-tsan/. Arguments are passed to the asan ctest run
 # (e.g. -R Paged, or -L slow for the wide grids). KVINFER_SANITIZERS="asan" or "tsan"
 # runs one of the two; KVINFER_JOBS sets the parallel jobs.
