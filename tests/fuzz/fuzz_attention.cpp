@@ -4,6 +4,7 @@
 // run() on the same wrapper (a re-plan, which must not leave a half-updated plan).
 // The arrays and tensors the harness passes are sized exactly, so any read or write
 // outside them is an ASan report; a kvinfer::Error is a rejected input.
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <vector>
@@ -47,7 +48,8 @@ AttentionOptions options_of(Input& in, std::int64_t hq) {
   if (in.flag()) o.rope_scale = in.real(-2.0f, 8.0f);
   if (in.flag()) o.rope_theta = in.real(-1.0f, 1.0e6f);
   if (in.flag()) {
-    const std::int64_t n = in.flag() ? hq : in.in<std::int64_t>(0, 9);
+    // As many slopes as heads (hq may be a huge perturbed value: at most 16 here).
+    const std::int64_t n = in.flag() ? std::clamp<std::int64_t>(hq, 0, 16) : in.in<std::int64_t>(0, 9);
     for (std::int64_t i = 0; i < n; ++i) o.alibi_slopes.push_back(in.real(-1.0f, 1.0f));
   }
   o.backend = in.enumerator<PrefillBackend>(3);
