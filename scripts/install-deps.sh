@@ -5,8 +5,10 @@
 # Idempotent: does nothing when everything is present.
 set -euo pipefail
 
+# clang and libclang-rt-dev (compiler-rt for Debian's default clang: the ASan, UBSan
+# and TSan runtimes and libFuzzer) are for scripts/sanitize.sh and scripts/fuzz.sh.
 packages=(cmake ninja-build g++ libgtest-dev libgmock-dev googletest libbenchmark-dev
-          libfmt-dev libcli11-dev nlohmann-json3-dev)
+          libfmt-dev libcli11-dev nlohmann-json3-dev clang libclang-rt-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
