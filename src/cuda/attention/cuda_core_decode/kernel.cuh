@@ -99,6 +99,170 @@ __device__ __forceinline__ void reduce_rows(float (&x)[kRows], int lane) {
   }
 }
 
+// The base-2 logits s[i][u] of the lane's kUnroll keys j0 + u * kStreams against every
+// row (keys past the item's end -inf): dot products reduced over the row's lanes, then
+// scale, ALiBi and soft cap unless the scale was folded into q.
+template <int D, int kRows, int kUnroll, int kStreams, class TKV>
+__device__ __forceinline__ void decode_scores(float (&s)[kRows][kUnroll], const Vec8<TKV> (&kv_k)[kUnroll],
+                                              const float (&q)[kRows][8], const int (&head)[kRows],
+                                              const int (&token)[kRows], const AttentionKernelParams& p,
+                                              const detail::WorkItem& item, const detail::RequestInfo& r, int j0,
+                                              int lane_in_row, bool fold_scale) {
+  constexpr int kVec = 8, kLanes = D / 8;
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    float kf[kVec];
+    kv_k[u].to_float(kf);
+    const int j = j0 + u * kStreams;
+    if (p.rope) rope_vec8<D>(kf, lane_in_row, float(j), p.rope_rcp_scale, p.rope_rcp_theta);
+    float dots[kRows];
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      dots[i] = 0.0f;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) dots[i] = fmaf(q[i][e], kf[e], dots[i]);
+    }
+    reduce_rows<kRows, kLanes>(dots, lane_in_row);
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      float dot = dots[i];
+      if (!fold_scale) {
+        float x = dot * p.sm_scale;
+        if (p.alibi_slopes) x += __ldg(p.alibi_slopes + head[i]) * float(j - (r.kv_len - r.qo_len + token[i]));
+        if (p.logits_soft_cap > 0.0f) x = p.logits_soft_cap * tanhf(x / p.logits_soft_cap);
+        dot = x * kLog2e;
+      }
+      s[i][u] = j < item.kv_end ? dot : -INFINITY;
+    }
+  }
+}
+
+// One step of a stream's online softmax: the running maximum m, sum d and accumulator
+// acc of every row take the step's scores s (turned into weights) and values kv_v.
+template <int kRows, int kUnroll, class TKV>
+__device__ __forceinline__ void decode_softmax_step(float (&m)[kRows], float (&d)[kRows], float (&acc)[kRows][8],
+                                                    float (&s)[kRows][kUnroll], const Vec8<TKV> (&kv_v)[kUnroll]) {
+  constexpr int kVec = 8;
+#pragma unroll
+  for (int i = 0; i < kRows; ++i) {
+    float block_max = s[i][0];
+#pragma unroll
+    for (int u = 1; u < kUnroll; ++u) block_max = fmaxf(block_max, s[i][u]);
+    const float m_new = fmaxf(m[i], block_max);
+    if (m_new == -INFINITY) continue;  // nothing seen by this stream yet
+    const float rescale = exp2_approx(m[i] - m_new);
+    d[i] *= rescale;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) acc[i][e] *= rescale;
+    m[i] = m_new;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) s[i][u] = exp2_approx(s[i][u] - m_new);
+  }
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    float vf[kVec];
+    kv_v[u].to_float(vf);
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      if (m[i] == -INFINITY) continue;
+      d[i] += s[i][u];
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) acc[i][e] = fmaf(s[i][u], vf[e], acc[i][e]);
+    }
+  }
+}
+
+// Merges the streams of a warp (lanes kLanes apart hold the same dims).
+template <int kRows, int kLanes>
+__device__ __forceinline__ void merge_streams(float (&m)[kRows], float (&d)[kRows], float (&acc)[kRows][8]) {
+  constexpr int kVec = 8;
+#pragma unroll
+  for (int off = kLanes; off < 32; off *= 2) {
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      const float m_o = __shfl_xor_sync(0xffffffffu, m[i], off);
+      const float d_o = __shfl_xor_sync(0xffffffffu, d[i], off);
+      const float m_new = fmaxf(m[i], m_o);
+      const float a = m_new == -INFINITY ? 0.0f : exp2_approx(m[i] - m_new);
+      const float b = m_new == -INFINITY ? 0.0f : exp2_approx(m_o - m_new);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const float acc_o = __shfl_xor_sync(0xffffffffu, acc[i][e], off);
+        acc[i][e] = acc[i][e] * a + acc_o * b;
+      }
+      d[i] = d[i] * a + d_o * b;
+      m[i] = m_new;
+    }
+  }
+}
+
+// Merges the warps through shared memory (the ring's bytes, once every warp is done
+// with them) and writes the item's rows: O and LSE, or the partial state of its chunk
+// where the request is split. Every thread of the CTA finalises (row, 8 dims) slices.
+template <class TO, int D, int kRows>
+__device__ __forceinline__ void finish_decode_item(const AttentionKernelParams& p, const detail::WorkItem& item,
+                                                   const detail::RequestInfo& r, const float (&m)[kRows],
+                                                   const float (&d)[kRows], const float (&acc)[kRows][8],
+                                                   unsigned char* smem, float (&sm_md)[kDecodeWarps][kRows][2],
+                                                   int rows, int warp, int lane) {
+  constexpr int kVec = 8, kLanes = D / 8;
+  // with them).
+  ptx::cp_async_wait_all();
+  __syncthreads();
+  auto& sm_acc = *reinterpret_cast<float(*)[kDecodeWarps][kRows][D]>(smem);
+  if (lane < kLanes) {
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) sm_acc[warp][i][lane * kVec + e] = acc[i][e];
+      if (lane == 0) {
+        sm_md[warp][i][0] = m[i];
+        sm_md[warp][i][1] = d[i];
+      }
+    }
+  }
+  __syncthreads();
+  // Every thread of the CTA finalises (row, 8 dims) slices.
+  const bool split = r.num_chunks > 1;
+  for (int slot = threadIdx.x; slot < rows * kLanes; slot += kDecodeThreads) {
+    const int i = slot / kLanes, l = slot % kLanes;
+    float m_all = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kDecodeWarps; ++w) m_all = fmaxf(m_all, sm_md[w][i][0]);
+    float out[kVec] = {}, d_all = 0.0f;
+    if (m_all != -INFINITY) {
+#pragma unroll
+      for (int w = 0; w < kDecodeWarps; ++w) {
+        const float wgt = exp2_approx(sm_md[w][i][0] - m_all);
+        d_all += sm_md[w][i][1] * wgt;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) out[e] += sm_acc[w][i][l * kVec + e] * wgt;
+      }
+    }
+    const float norm = d_all > 0.0f ? p.v_scale / d_all : 0.0f;
+    const float lse = d_all > 0.0f ? m_all + __log2f(d_all) : -INFINITY;
+    const int row = item.row_begin + i;
+    const int tok = row / p.group_size, h = item.kv_head * p.group_size + row % p.group_size;
+    if (split) {
+      const std::int64_t prow = r.partial_begin + std::int64_t(item.chunk) * r.qo_len + tok;
+      float* po = p.partial_o + (prow * p.num_qo_heads + h) * D + l * kVec;
+#pragma unroll
+      for (int e = 0; e < kVec; e += 4) {
+        *reinterpret_cast<float4*>(po + e) = make_float4(out[e] * norm, out[e + 1] * norm, out[e + 2] * norm, out[e + 3] * norm);
+      }
+      if (l == 0) p.partial_lse[prow * p.num_qo_heads + h] = lse;
+    } else {
+      const std::int64_t orow = r.qo_begin + tok;
+      TO packed[kVec];
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) packed[e] = from_float<TO>(out[e] * norm);
+      *reinterpret_cast<uint4*>(static_cast<TO*>(p.o) + orow * p.o_stride_n + h * p.o_stride_h + l * kVec) =
+          *reinterpret_cast<const uint4*>(packed);
+      if (l == 0 && p.lse) p.lse[orow * p.lse_stride_n + h * p.lse_stride_h] = lse;
+    }
+  }
+}
+
 template <class TQ, class TKV, class TO, int D, int kRows>
 __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decode_kernel(const __grid_constant__ AttentionKernelParams p) {
   using S = DecodeShape<D, kRows>;
@@ -107,7 +271,6 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decod
   if (unused_item(item)) return;  // grid sized for the capacity
   const detail::RequestInfo r = p.requests[item.request];
   wait_for_inputs();
-
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int lane_in_row = lane % kLanes;
   const int rows = item.row_end - item.row_begin;
@@ -134,9 +297,8 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decod
     }
   }
 
-  const std::int64_t elem = sizeof(TKV);
   const KeyLocator locate = item_locator(p, item);
-  const ItemRows kv_rows = item_rows(p, item, elem, lane_in_row * kVec);  // the lane's vector of each row
+  const ItemRows kv_rows = item_rows(p, item, sizeof(TKV), lane_in_row * kVec);  // the lane's vector of each row
   const KeyRow k_row = kv_rows.k, v_row = kv_rows.v;
 
   float m[kRows], d[kRows], acc[kRows][kVec];
@@ -197,138 +359,12 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decod
     }
     stage = (stage + 1) % kStages;
     float s[kRows][kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      float kf[kVec];
-      kv_k[u].to_float(kf);
-      const int j = j0 + u * kStreams;
-      if (p.rope) rope_vec8<D>(kf, lane_in_row, float(j), p.rope_rcp_scale, p.rope_rcp_theta);
-      float dots[kRows];
-#pragma unroll
-      for (int i = 0; i < kRows; ++i) {
-        dots[i] = 0.0f;
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) dots[i] = fmaf(q[i][e], kf[e], dots[i]);
-      }
-      reduce_rows<kRows, kLanes>(dots, lane_in_row);
-#pragma unroll
-      for (int i = 0; i < kRows; ++i) {
-        float dot = dots[i];
-        if (!fold_scale) {
-          float x = dot * p.sm_scale;
-          if (p.alibi_slopes) x += __ldg(p.alibi_slopes + head[i]) * float(j - (r.kv_len - r.qo_len + token[i]));
-          if (p.logits_soft_cap > 0.0f) x = p.logits_soft_cap * tanhf(x / p.logits_soft_cap);
-          dot = x * kLog2e;
-        }
-        s[i][u] = j < item.kv_end ? dot : -INFINITY;
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < kRows; ++i) {
-      float block_max = s[i][0];
-#pragma unroll
-      for (int u = 1; u < kUnroll; ++u) block_max = fmaxf(block_max, s[i][u]);
-      const float m_new = fmaxf(m[i], block_max);
-      if (m_new == -INFINITY) continue;  // nothing seen by this stream yet
-      const float rescale = exp2_approx(m[i] - m_new);
-      d[i] *= rescale;
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) acc[i][e] *= rescale;
-      m[i] = m_new;
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) s[i][u] = exp2_approx(s[i][u] - m_new);
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      float vf[kVec];
-      kv_v[u].to_float(vf);
-#pragma unroll
-      for (int i = 0; i < kRows; ++i) {
-        if (m[i] == -INFINITY) continue;
-        d[i] += s[i][u];
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) acc[i][e] = fmaf(s[i][u], vf[e], acc[i][e]);
-      }
-    }
+    decode_scores<D, kRows, kUnroll, kStreams>(s, kv_k, q, head, token, p, item, r, j0, lane_in_row, fold_scale);
+    decode_softmax_step(m, d, acc, s, kv_v);
   }
-
-  // Merge the streams of a warp (lanes kLanes apart hold the same dims).
-#pragma unroll
-  for (int off = kLanes; off < 32; off *= 2) {
-#pragma unroll
-    for (int i = 0; i < kRows; ++i) {
-      const float m_o = __shfl_xor_sync(0xffffffffu, m[i], off);
-      const float d_o = __shfl_xor_sync(0xffffffffu, d[i], off);
-      const float m_new = fmaxf(m[i], m_o);
-      const float a = m_new == -INFINITY ? 0.0f : exp2_approx(m[i] - m_new);
-      const float b = m_new == -INFINITY ? 0.0f : exp2_approx(m_o - m_new);
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        const float acc_o = __shfl_xor_sync(0xffffffffu, acc[i][e], off);
-        acc[i][e] = acc[i][e] * a + acc_o * b;
-      }
-      d[i] = d[i] * a + d_o * b;
-      m[i] = m_new;
-    }
-  }
-
-  // Merge the warps through shared memory (the ring's bytes, once every warp is done
-  // with them).
-  ptx::cp_async_wait_all();
-  __syncthreads();
-  auto& sm_acc = *reinterpret_cast<float(*)[kDecodeWarps][kRows][D]>(smem);
-  __shared__ float sm_md[kDecodeWarps][kRows][2];
-  if (lane < kLanes) {
-#pragma unroll
-    for (int i = 0; i < kRows; ++i) {
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) sm_acc[warp][i][lane * kVec + e] = acc[i][e];
-      if (lane == 0) {
-        sm_md[warp][i][0] = m[i];
-        sm_md[warp][i][1] = d[i];
-      }
-    }
-  }
-  __syncthreads();
-  // Every thread of the CTA finalises (row, 8 dims) slices.
-  const bool split = r.num_chunks > 1;
-  for (int slot = threadIdx.x; slot < rows * kLanes; slot += kDecodeThreads) {
-    const int i = slot / kLanes, l = slot % kLanes;
-    float m_all = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < kDecodeWarps; ++w) m_all = fmaxf(m_all, sm_md[w][i][0]);
-    float out[kVec] = {}, d_all = 0.0f;
-    if (m_all != -INFINITY) {
-#pragma unroll
-      for (int w = 0; w < kDecodeWarps; ++w) {
-        const float wgt = exp2_approx(sm_md[w][i][0] - m_all);
-        d_all += sm_md[w][i][1] * wgt;
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) out[e] += sm_acc[w][i][l * kVec + e] * wgt;
-      }
-    }
-    const float norm = d_all > 0.0f ? p.v_scale / d_all : 0.0f;
-    const float lse = d_all > 0.0f ? m_all + __log2f(d_all) : -INFINITY;
-    const int row = item.row_begin + i;
-    const int tok = row / p.group_size, h = item.kv_head * p.group_size + row % p.group_size;
-    if (split) {
-      const std::int64_t prow = r.partial_begin + std::int64_t(item.chunk) * r.qo_len + tok;
-      float* po = p.partial_o + (prow * p.num_qo_heads + h) * D + l * kVec;
-#pragma unroll
-      for (int e = 0; e < kVec; e += 4) {
-        *reinterpret_cast<float4*>(po + e) = make_float4(out[e] * norm, out[e + 1] * norm, out[e + 2] * norm, out[e + 3] * norm);
-      }
-      if (l == 0) p.partial_lse[prow * p.num_qo_heads + h] = lse;
-    } else {
-      const std::int64_t orow = r.qo_begin + tok;
-      TO packed[kVec];
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) packed[e] = from_float<TO>(out[e] * norm);
-      *reinterpret_cast<uint4*>(static_cast<TO*>(p.o) + orow * p.o_stride_n + h * p.o_stride_h + l * kVec) =
-          *reinterpret_cast<const uint4*>(packed);
-      if (l == 0 && p.lse) p.lse[orow * p.lse_stride_n + h * p.lse_stride_h] = lse;
-    }
-  }
+  merge_streams<kRows, kLanes>(m, d, acc);
+  __shared__ float sm_md[kDecodeWarps][kRows][2];  // the warps' row maxima and sums
+  finish_decode_item<TO, D, kRows>(p, item, r, m, d, acc, smem, sm_md, rows, warp, lane);
 }
 
 }  // namespace kvinfer::cuda
