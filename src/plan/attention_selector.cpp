@@ -42,7 +42,7 @@ int decode_tile_rows(std::int64_t group) {
 // bound by issuing its multiply-adds (0.48-0.52 of the read bandwidth at group 4,
 // 0.80 at group 1) while this one streams at 0.81-0.95 (docs/kernels.md). 16-bit KV
 // of the query's type at head_dim 64 and 256, groups 2-8, no RoPE, takes the key-row
-// tile (decode_row_kernel): at 256, 128 accumulators per lane leave the one-warp tile
+// tile (key_row_tile/): at 256, 128 accumulators per lane leave the one-warp tile
 // too few registers (the key-row tile needs 64); at 64, the key-row tile's lighter
 // CTAs share an SM in greater numbers. The general logits (ALiBi, soft cap) run only
 // on the 64-row tiles, so they stay on the CUDA cores.
