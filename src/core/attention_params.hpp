@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "kvinfer/attention/options.hpp"
+#include "core/device_status.hpp"
 #include "core/kernel_key.hpp"
 #include "kvinfer/core/tensor.hpp"
 #include "kvinfer/layout/kv_layout.hpp"
@@ -25,6 +26,10 @@ struct AttentionProblem {
   std::int64_t nnz_q = 0;
   std::int64_t nnz_kv = 0;      // ragged: key rows; paged: entries of kv_indices used
   std::int32_t max_qo_len = 0;  // query rows of the longest request
+  // A fixed or disabled split in a wrapper whose query rows per request are not fixed:
+  // the kernel is chosen as for long queries whatever this batch's lengths, so that
+  // the arithmetic a request sees does not depend on the rest of the batch.
+  bool length_free_kernel = false;
   std::int64_t num_qo_heads = 0;
   std::int64_t num_kv_heads = 0;
   std::int64_t head_dim_qk = 0;
@@ -67,6 +72,8 @@ struct AttentionParams {
   const std::int32_t* counts = nullptr;  // num_items, num_merge_tokens, batch_size, nnz_q
   float* partial_o = nullptr;            // [max_partial_rows, Hq, Dvo]
   float* partial_lse = nullptr;          // [max_partial_rows, Hq]
+  DeviceStatus* status = nullptr;        // where kernels record a bad page id (core/device_status.hpp)
+  std::int64_t num_pages = 0;            // paged: page ids must be below it (the pages of k and of v)
   std::int32_t q_tile_rows = 0;          // packed rows per work item (the kernel's tile)
   std::int64_t max_items = 0;            // grid sizes: fixed within a capacity
   std::int64_t max_merge_tokens = 0;

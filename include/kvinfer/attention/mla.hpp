@@ -49,6 +49,9 @@ struct MLARunOptions {
   float ckv_scale = 1.0f;
   float kpe_scale = 1.0f;
   Stream stream = nullptr;
+  // The checked mode of kv_indices on a GPU (RunOptions::check_indices): run() waits
+  // and throws for the first bad page id. Unset: KVINFER_CHECK_INDICES=1.
+  std::optional<bool> check_indices;
 };
 
 class BatchMLAPagedAttention {
@@ -71,6 +74,11 @@ class BatchMLAPagedAttention {
   // when head_dim_kpe == 0; out [nnz_q, num_heads, head_dim_ckv]. Allocates nothing.
   void run(const TensorView& q_nope, const TensorView& q_pe, const MLACache& cache, const TensorView& out,
            const MLARunOptions& options = {}) const;
+
+  // The first bad value that this wrapper's kernels met in a device-resident index
+  // array (kvinfer/core/index_status.hpp) since plan() or the last status(), which
+  // this clears. Waits for `stream`. On the CPU always ok(): it throws at run().
+  IndexStatus status(Stream stream = nullptr);
 
  private:
   std::unique_ptr<detail::MLAPlan> impl_;

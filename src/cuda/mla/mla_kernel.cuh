@@ -37,6 +37,7 @@
 #include "cuda/attention/tile/swizzle.cuh"
 #include "cuda/check.cuh"
 #include "cuda/common/convert.cuh"
+#include "cuda/common/device_status.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/mma.cuh"
 #include "cuda/common/ptx.cuh"
@@ -130,7 +131,8 @@ __device__ __forceinline__ void mla_copy_q(const MlaKernelParams& p, const detai
 
 // The key row a thread copies of the tile at key0 (kThreadsPerKey threads per key):
 // its page and slot, looked up a tile before its copy is issued, so that the copy
-// does not wait for the page id's load (a DRAM or L2 latency, in every tile).
+// does not wait for the page id's load (a DRAM or L2 latency, in every tile). A page
+// id out of range sets `bad` (checked_page).
 struct MlaKeyRow {
   std::int64_t page;
   std::uint32_t slot;
@@ -138,13 +140,45 @@ struct MlaKeyRow {
 };
 template <class S>
 __device__ __forceinline__ MlaKeyRow mla_key_row(const MlaKernelParams& p, const std::int32_t* pages,
-                                                 int key0, int key_end) {
+                                                 int key0, int key_end, bool& bad) {
   const int kv = key0 + int(threadIdx.x) / S::kThreadsPerKey;
   MlaKeyRow row;
   row.valid = kv < key_end;
   const std::uint32_t page_slot = p.page_size.divmod(std::uint32_t(row.valid ? kv : 0), &row.slot);
-  row.page = row.valid ? pages[page_slot] : 0;
+  row.page = row.valid ? checked_page(pages[page_slot], p.num_pages, bad) : 0;
   return row;
+}
+
+// The end of an item whose lookups met a bad page id (CTA-uniform: every thread calls
+// this): the first bad entry of its pages goes to the status, and its rows become
+// zeros with LSE -inf, or, in a split, its partial LSE the value the merge turns into
+// such a row (kBadChunkLse). The barrier orders these writes after the epilogue's.
+template <class S>
+__device__ __forceinline__ void discard_bad_item(const MlaKernelParams& p, const detail::WorkItem& item,
+                                                 const detail::RequestInfo& r, int key_begin, int key_end, int rows,
+                                                 bool bad) {
+  if (!__syncthreads_or(bad)) return;
+  if (threadIdx.x == 0) {
+    const std::int64_t first = item.kv_base + p.page_size.div(std::uint32_t(key_begin));
+    const std::int64_t last = item.kv_base + p.page_size.div(std::uint32_t(key_end - 1)) + 1;
+    record_bad_pages(p.status, p.kv_indices, first, last, p.num_pages, item.request);
+  }
+  const std::int64_t heads = p.num_heads.divisor;
+  constexpr int kChunks = S::kDc / 8;  // 16-byte chunks of a 16-bit output row
+  for (int i = int(threadIdx.x); i < rows * kChunks; i += int(blockDim.x)) {
+    std::uint32_t head = 0;
+    const std::int64_t token = p.num_heads.divmod(std::uint32_t(item.row_begin + i / kChunks), &head);
+    if (r.num_chunks > 1) {
+      if (i % kChunks == 0) {
+        p.partial_lse[(r.partial_begin + std::int64_t(item.chunk) * r.qo_len + token) * heads + head] = kBadChunkLse;
+      }
+      continue;
+    }
+    const std::int64_t n = r.qo_begin + token;
+    ptx::st_v4(static_cast<char*>(p.o) + (n * p.o_stride_n + head * p.o_stride_h) * 2 + (i % kChunks) * 16,
+               make_uint4(0, 0, 0, 0));
+    if (p.lse != nullptr && i % kChunks == 0) p.lse[n * p.lse_stride_n + head * p.lse_stride_h] = -INFINITY;
+  }
 }
 
 // Copies a thread's part of its key row into a tile: 16-bit KV into the swizzled
@@ -261,6 +295,7 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads,
   const int full_end = min(key_end, mask.last_key(tok_lo));
   const int num_tiles = key_end > key_begin ? (key_end - key_begin + S::kKeys - 1) / S::kKeys : 0;
   const std::int32_t* pages = p.kv_indices + item.kv_base;
+  bool bad = false;  // a page id of this thread's lookups was out of range
 
   unsigned char* const q_tile = smem + L::q;
   float* const s_buf = reinterpret_cast<float*>(smem + L::s);
@@ -272,7 +307,7 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads,
 #pragma unroll
   for (int t = 0; t + 1 < L::kStages; ++t) {
     if (t < num_tiles)
-      mla_copy_kv<TKV, S, kKpe>(p, mla_key_row<S>(p, pages, key_begin + t * S::kKeys, key_end), stage(t));
+      mla_copy_kv<TKV, S, kKpe>(p, mla_key_row<S>(p, pages, key_begin + t * S::kKeys, key_end, bad), stage(t));
     ptx::cp_async_commit();
   }
   float q_scale = 1.0f;
@@ -308,7 +343,7 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads,
 #pragma unroll
   for (int n = 0; n < S::kOFrags; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
 
-  MlaKeyRow next_row = mla_key_row<S>(p, pages, key_begin + (L::kStages - 1) * S::kKeys, key_end);
+  MlaKeyRow next_row = mla_key_row<S>(p, pages, key_begin + (L::kStages - 1) * S::kKeys, key_end, bad);
   for (int tile = 0; tile < num_tiles; ++tile) {
     const int key0 = key_begin + tile * S::kKeys;
     ptx::cp_async_wait_group<L::kStages - 2>();
@@ -318,7 +353,7 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads,
     const int ahead = tile + L::kStages - 1;
     if (ahead < num_tiles) mla_copy_kv<TKV, S, kKpe>(p, next_row, stage(ahead));
     ptx::cp_async_commit();
-    next_row = mla_key_row<S>(p, pages, key_begin + (ahead + 1) * S::kKeys, key_end);
+    next_row = mla_key_row<S>(p, pages, key_begin + (ahead + 1) * S::kKeys, key_end, bad);
     unsigned char* kv = stage(tile);
     if constexpr (L::kStaged) {
       mla_convert_kv<TKV, S>(smem + L::compute, kv);
@@ -483,6 +518,7 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads,
       p.lse[n_out * p.lse_stride_n + head * p.lse_stride_h] = lse * p.lse_scale;
     }
   }
+  discard_bad_item<S>(p, item, r, key_begin, key_end, rows, bad);
 }
 
 // One compiled kernel: its shared memory, set once as the kernel's limit (beyond the

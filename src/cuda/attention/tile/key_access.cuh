@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "cuda/attention/attention_kernel_params.cuh"
+#include "cuda/common/device_status.cuh"
 #include "cuda/common/fast_divmod.cuh"
 
 namespace kvinfer::cuda {
@@ -16,19 +17,25 @@ struct KeySlot {
   std::int64_t page;
   std::int64_t slot;
 };
+// Every page id it loads is checked against the cache's pages (checked_page): a bad
+// one becomes page 0 and sets `bad`, which the kernel hands to discard_bad_item
+// (tile/bad_item.cuh) after its epilogue. The flag is the locator's own, so a kernel
+// passes its one locator by reference to whatever looks up pages.
 struct KeyLocator {
   const std::int32_t* pages;  // null: ragged
   FastDivmod page_size;
+  std::uint32_t num_pages;    // paged: ids must be below it
+  mutable bool bad = false;   // a page id this thread loaded was out of range
   __device__ __forceinline__ KeySlot operator()(std::int32_t j) const {
     if (pages == nullptr) return {0, j};
     std::uint32_t slot;
     const std::uint32_t page_slot = page_size.divmod(std::uint32_t(j), &slot);
-    return {__ldg(pages + page_slot), std::int64_t(slot)};
+    return {checked_page(__ldg(pages + page_slot), num_pages, bad), std::int64_t(slot)};
   }
   // The page holding key row j (paged only): the load of operator(), for a caller
   // that issues it ahead of the copies that need it.
   __device__ __forceinline__ std::int32_t page_of(std::int32_t j) const {
-    return __ldg(pages + page_size.div(std::uint32_t(j)));
+    return checked_page(__ldg(pages + page_size.div(std::uint32_t(j))), num_pages, bad);
   }
   // Key row j on its page, looked up before with page_of.
   __device__ __forceinline__ KeySlot on_page(std::int32_t j, std::int32_t page) const {
@@ -114,7 +121,7 @@ struct KeyRow {
 // The item's key locator: its request's page ids (paged; kv_base is the request's first
 // entry of kv_indices) or none (ragged).
 __device__ __forceinline__ KeyLocator item_locator(const AttentionKernelParams& p, const detail::WorkItem& item) {
-  return {p.kv_indices ? p.kv_indices + item.kv_base : nullptr, p.page_size};
+  return {p.kv_indices ? p.kv_indices + item.kv_base : nullptr, p.page_size, p.num_pages};
 }
 
 // The rows of the item's KV head in K and in V: the paged cache's, addressed by
