@@ -77,6 +77,13 @@ class Wrapper {
   std::vector<nb::object> plan_refs;
   bool planned = false;
 
+  // The decode and prefill wrappers (inherited as their constructors; def_init passes
+  // the class's kOp): Impl(device, layout, capacity).
+  Wrapper(std::string_view op, nb::handle float_workspace_buffer, const std::string& kv_layout,
+          std::optional<CapacityTuple> capacity)
+      : Wrapper(op, float_workspace_buffer, kv_layout,
+                [&](Device d, KVLayout l) { return Impl(d, l, to_capacity(capacity)); }) {}
+
   std::string device_name() const { return to_string(device); }
 
   // FlashInfer's float_workspace_buffer (and int_workspace_buffer; None keeps the
@@ -104,12 +111,6 @@ class Wrapper {
   }
 
  protected:
-  // The decode and prefill wrappers: Impl(device, layout, capacity).
-  Wrapper(std::string_view op, nb::handle float_workspace_buffer, const std::string& kv_layout,
-          std::optional<CapacityTuple> capacity)
-      : Wrapper(op, float_workspace_buffer, kv_layout,
-                [&](Device d, KVLayout l) { return Impl(d, l, to_capacity(capacity)); }) {}
-
   // make(device) builds the C++ wrapper on float_workspace_buffer's device.
   template <class Make>
   Wrapper(std::string_view op, nb::handle float_workspace_buffer, std::optional<std::string_view> kv_layout,
@@ -143,8 +144,7 @@ class Decode : public Wrapper<BatchDecodeWithPagedKVCache> {
  public:
   static constexpr std::string_view kOp = "BatchDecodeWithPagedKVCache";
 
-  Decode(nb::handle float_workspace_buffer, const std::string& kv_layout, std::optional<CapacityTuple> capacity)
-      : Wrapper(kOp, float_workspace_buffer, kv_layout, capacity) {}
+  using Wrapper::Wrapper;
 
   void plan(nb::handle indptr, nb::handle indices, nb::handle last_page_len, std::int64_t num_qo_heads,
             std::int64_t num_kv_heads, std::int64_t head_dim, std::int64_t page_size, const PlanOptions& options) {
@@ -189,9 +189,7 @@ class PagedPrefill : public Wrapper<BatchPrefillWithPagedKVCache> {
  public:
   static constexpr std::string_view kOp = "BatchPrefillWithPagedKVCache";
 
-  PagedPrefill(nb::handle float_workspace_buffer, const std::string& kv_layout,
-               std::optional<CapacityTuple> capacity)
-      : Wrapper(kOp, float_workspace_buffer, kv_layout, capacity) {}
+  using Wrapper::Wrapper;
 
   void plan(nb::handle qo_indptr, nb::handle indptr, nb::handle indices, nb::handle last_page_len,
             std::int64_t num_qo_heads, std::int64_t num_kv_heads, std::int64_t head_dim,
@@ -217,9 +215,7 @@ class RaggedPrefill : public Wrapper<BatchPrefillWithRaggedKVCache> {
  public:
   static constexpr std::string_view kOp = "BatchPrefillWithRaggedKVCache";
 
-  RaggedPrefill(nb::handle float_workspace_buffer, const std::string& kv_layout,
-                std::optional<CapacityTuple> capacity)
-      : Wrapper(kOp, float_workspace_buffer, kv_layout, capacity) {}
+  using Wrapper::Wrapper;
 
   void plan(nb::handle qo_indptr, nb::handle kv_indptr, std::int64_t num_qo_heads, std::int64_t num_kv_heads,
             std::int64_t head_dim_qk, std::int64_t head_dim_vo, nb::handle custom_mask, bool causal,
@@ -442,12 +438,16 @@ void def_run(nb::class_<W>& c, Run run) {
         "5-D paged cache. Allocates nothing; every tensor on the wrapper's device.");
 }
 
-// The constructor (float_workspace_buffer, kv_layout="NHD", capacity=None).
+// The constructor (float_workspace_buffer, kv_layout="NHD", capacity=None) of a
+// decode or prefill wrapper.
 template <class W>
 void def_init(nb::class_<W>& c) {
   using nb::arg;
-  c.def(nb::init<nb::handle, const std::string&, std::optional<CapacityTuple>>(), arg("float_workspace_buffer"),
-        arg("kv_layout") = "NHD", arg("capacity").none() = nb::none());
+  c.def(
+      "__init__",
+      [](W* w, nb::handle float_workspace_buffer, const std::string& kv_layout,
+         std::optional<CapacityTuple> capacity) { new (w) W(W::kOp, float_workspace_buffer, kv_layout, capacity); },
+      arg("float_workspace_buffer"), arg("kv_layout") = "NHD", arg("capacity").none() = nb::none());
 }
 
 }  // namespace
