@@ -37,15 +37,21 @@ def not_supported(op: str, arg: str, value: Any, rule: str) -> NoReturn:
 
 def reject(op: str, **given: Any) -> None:
     """Raises NotSupportedError for the first FlashInfer argument given a value that
-    needs a feature kvinfer does not have. Each keyword is name=(value, default, why);
-    a value equal to FlashInfer's default (None: absent) is accepted."""
-    for name, (value, default, why) in given.items():
+    needs a feature kvinfer does not have. Each keyword is name=(value, default, why),
+    or name=(value, default) for an argument whose reason is in UNSUPPORTED; a value
+    equal to FlashInfer's default (None: absent) is accepted."""
+    for name, spec in given.items():
+        value, default = spec[0], spec[1]
         if value is default:
             continue
-        if default is None or value is None or not isinstance(value, (bool, int, float, str)):
-            not_supported(op, name, _short(value), why)
-        if value != default:
-            not_supported(op, name, _short(value), why)
+        if default is None or value is None or not isinstance(value, (bool, int, float, str)) or value != default:
+            not_supported(op, name, _short(value), spec[2] if len(spec) > 2 else UNSUPPORTED[name])
+
+
+def reject_positional(op: str, args: tuple) -> None:
+    """run(*args): FlashInfer passes a JIT variant's extra arguments there."""
+    if args:
+        not_supported(op, "*args", f"{len(args)} positional extras", "kvinfer has no custom kernels")
 
 
 def require_buffers(op: str, **buffers: Any) -> None:
@@ -56,6 +62,30 @@ def require_buffers(op: str, **buffers: Any) -> None:
 
 
 NO_JIT = "kvinfer has no JIT-compiled custom attention variants"
+_NO_PROFILER = "kvinfer has no kernel profiler buffer"
+_NO_SINKS = "attention sinks are not implemented"
+_NO_SKIP_SOFTMAX = "skip-softmax sparsity is not implemented"
+_NO_O_SCALE = "fp8 output scaling is not implemented"
+
+# Why kvinfer rejects a FlashInfer argument, the same wherever the argument appears
+# (reject() looks the reason up here for name=(value, default)).
+UNSUPPORTED = {
+    "jit_args": NO_JIT,
+    "jit_kwargs": NO_JIT,
+    "variant_owns_mask": NO_JIT,
+    "use_fp16_qk_reduction": "kvinfer accumulates q.k in float32 only",
+    "use_token_head_sf": "per-(token, head) fp8 scales are not implemented",
+    "kv_cache_sf": "NVFP4 / per-token scale factors are not implemented",
+    "o_scale": _NO_O_SCALE,
+    "output_scale": _NO_O_SCALE,
+    "lse_layout": "kvinfer writes lse as [nnz, num_qo_heads] (\"NH\")",
+    "sinks": _NO_SINKS,
+    "use_sinks": _NO_SINKS,
+    "skip_softmax_threshold_scale_factor": _NO_SKIP_SOFTMAX,
+    "skip_softmax": _NO_SKIP_SOFTMAX,
+    "use_profiler": _NO_PROFILER,
+    "profiler_buffer": _NO_PROFILER,
+}
 
 
 def _short(value: Any) -> str:
@@ -179,6 +209,22 @@ def plan_options(logits_soft_cap: Any, rope_scale: Any, rope_theta: Any) -> Tupl
     theta 1e4."""
     return (float(logits_soft_cap or 0.0), 1.0 if rope_scale is None else float(rope_scale),
             1e4 if rope_theta is None else float(rope_theta))
+
+
+def split_size(fixed_split_size: Optional[int], unit: int) -> int:
+    """FlashInfer's fixed_split_size (in pages for a paged cache: unit page_size) in
+    tokens, as the C++ plan takes it; -1: none."""
+    return -1 if fixed_split_size is None else int(fixed_split_size) * int(unit)
+
+
+def attention_plan_options(pos_encoding_mode: str, window_left: int, sm_scale: Optional[float],
+                           logits_soft_cap: Any, rope_scale: Any, rope_theta: Any, backend: str,
+                           dtypes: Tuple[str, str, str], split: int = -1, disable_split_kv: bool = False) -> tuple:
+    """What the C++ plan() of a decode, prefill or cascade wrapper takes after the
+    problem's shape, as one tuple (python/src/bind_attention.cpp's PlanOptions): the
+    options, the (q, kv, o) dtype names of plan_dtypes(), and the split in tokens."""
+    return (pos_encoding_mode, window_left, sm_scale, *plan_options(logits_soft_cap, rope_scale, rope_theta),
+            backend, *dtypes, split, bool(disable_split_kv))
 
 
 def split_cache(cache: Any) -> Tuple[Any, Any]:

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The part every plan/run wrapper shares: its device, the stream of a run() call,
-the caller's workspace buffers, the handle its torch custom op names it by, and the
-run() call of the decode, prefill and cascade wrappers."""
+the caller's workspace buffers, the handle its torch custom op names it by, what a
+plan leaves for run(), and the run() call of the decode, prefill and cascade
+wrappers."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import weakref
 from typing import Any, Optional
 
 from . import _kvinfer, _utils
+from ._utils import reject
 
 # Wrappers by handle, for the torch custom ops (kvinfer/_torch_ops.py): an op takes
 # tensors and scalars only, so a traced graph names its wrapper by this integer. The
@@ -71,24 +73,55 @@ class WrapperBase:
             return _utils.stream_arg(stream, self._op)
         return self._current_stream() if self._cuda else 0
 
-    def _attend(self, q: Any, k: Any, v: Any, out: Any, lse: Any, return_lse: bool, ks: float, vs: float,
-                enable_pdl: Optional[bool], stream: Any) -> Any:
+    def _planned(self, num_qo_heads: int, head_dim_vo: int, window_left: int = -1) -> None:
+        """After a successful plan(): what run() allocates and checks by."""
+        self._window_left = window_left
+        self._num_qo_heads = num_qo_heads
+        self._head_dim_vo = head_dim_vo
+        self._o_dtype = self._impl.o_data_type
+
+    def _graph_impl(self, make: Any) -> None:
+        """CUDA-graph mode: the C++ wrapper is made at the first plan, whose sizes fix
+        the capacity (make() builds it), as FlashInfer's is."""
+        if self._impl is None:
+            self._set_impl(make())
+
+    def _reject_run(self, args: tuple, window_left: Optional[int] = None, **given: Any) -> None:
+        """run() was given something kvinfer rejects (its caller's quick check saw it):
+        extra positional arguments, one of `given` (in reject()'s form), or else a
+        window_left other than the one plan() took."""
+        _utils.reject_positional(self._op, args)
+        reject(self._op, **given)
+        _utils.error(self._op, "window_left", window_left,
+                     f"must be None or the value given to plan() ({self._window_left})")
+
+    def _attend(self, q: Any, k: Any, v: Any, q_scale: Any, k_scale: Any, v_scale: Any, out: Any, lse: Any,
+                return_lse: bool, enable_pdl: Optional[bool], stream: Any, lse_base: str = "log2") -> Any:
         """run() of a decode, prefill or cascade wrapper once its own arguments are
-        checked: out [rows, num_qo_heads, head_dim_vo] (and lse [rows, num_qo_heads]
-        when asked for) allocated where not given, then the C++ call (a torch custom op
-        while torch.compile traces). Returns (out, lse)."""
+        checked: the logits' scale q_scale * k_scale and the output's v_scale, out
+        [rows, num_qo_heads, head_dim_vo] (and lse [rows, num_qo_heads] when asked for)
+        allocated where not given, then the C++ call (a torch custom op while
+        torch.compile traces). Returns out, or (out, lse) with return_lse, lse in base
+        2 or (lse_base "ln") e."""
+        op = self._op
+        ks = 1.0 if k_scale is None and q_scale is None else _utils.qk_scale(op, q_scale, k_scale)
+        vs = 1.0 if v_scale is None else _utils.scale(v_scale, op, "v_scale")
+        natural = lse_base != "log2"
+        if natural and lse_base != "ln":
+            _utils.error(op, "lse_base", repr(lse_base), "must be \"log2\" or \"ln\"")
         if out is None:
-            out = _utils.empty(q, (_utils.rows(q, self._op, "q"), self._num_qo_heads, self._head_dim_vo),
-                               self._o_dtype, self._op, "out")
-        if return_lse and lse is None:
-            lse = _utils.empty(q, (q.shape[0], self._num_qo_heads), "float32", self._op, "lse")
+            out = _utils.empty(q, (_utils.rows(q, op, "q"), self._num_qo_heads, self._head_dim_vo), self._o_dtype, op,
+                               "out")
+        if (return_lse or natural) and lse is None:
+            lse = _utils.empty(q, (q.shape[0], self._num_qo_heads), "float32", op, "lse")
         if _compiling():
             _utils.ops.attention_run(self._handle, q, k, v, out, lse, ks, vs, enable_pdl)
         else:
             self._impl_run(q, k, v, out, lse, ks, vs, 0 if stream is None and not self._cuda else self._stream(stream),
                            enable_pdl)
-        return out, lse
-
+        if natural:
+            lse *= _utils.LN2
+        return (out, lse) if return_lse else out
 
     def reset_workspace_buffer(self, float_workspace_buffer: Any, int_workspace_buffer: Optional[Any] = None) -> None:
         """The plans live in the caller's buffers from now on (uint8, contiguous, 16-byte

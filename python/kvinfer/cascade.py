@@ -132,27 +132,24 @@ class MultiLevelCascadeAttentionWrapper(WrapperBase):
         [subtrees]. RoPE, ALiBi and a window need per-level positions: the C++ plan
         rejects them."""
         op = self._op
-        reject(op, use_fp16_qk_reduction=(use_fp16_qk_reduction, False, "kvinfer accumulates q.k in float32 only"))
-        q_name, kv_name, o_name = _utils.plan_dtypes(op, q_data_type, kv_data_type, None)
+        reject(op, use_fp16_qk_reduction=(use_fp16_qk_reduction, False))
+        dtypes = _utils.plan_dtypes(op, q_data_type, kv_data_type, None)
         qo_host = [_utils.host(x) for x in qo_indptr_arr]
         if self._use_cuda_graph:
-            if self._impl is None:
-                rows = int(qo_host[0][-1]) if len(qo_host) else 0
-                capacities = [(_utils.length(qb) - 1, rows, _utils.length(ib))
-                              for qb, ib in zip(self._qo_indptr_buf_arr, self._paged_kv_indices_buf_arr)]
-                self._set_impl(_kvinfer.MultiLevelCascadeAttention(self._num_levels, self._float_workspace_buffer,
-                                                                   self._kv_layout, capacities))
+            rows = int(qo_host[0][-1]) if len(qo_host) else 0
+            self._graph_impl(lambda: _kvinfer.MultiLevelCascadeAttention(
+                self._num_levels, self._float_workspace_buffer, self._kv_layout,
+                [(_utils.length(qb) - 1, rows, _utils.length(ib))
+                 for qb, ib in zip(self._qo_indptr_buf_arr, self._paged_kv_indices_buf_arr)]))
             paged_kv_indices_arr = [
                 _utils.copy_into(buf, ix, True, op, f"paged_kv_indices_arr[{i}]")
                 for i, (buf, ix) in enumerate(zip(self._paged_kv_indices_buf_arr, paged_kv_indices_arr))]
-        soft_cap, rs, rt = _utils.plan_options(logits_soft_cap, rope_scale, rope_theta)
+        options = _utils.attention_plan_options(pos_encoding_mode, window_left, sm_scale, logits_soft_cap, rope_scale,
+                                                rope_theta, "auto", dtypes)
         self._impl.plan(qo_host, [_utils.host(x) for x in paged_kv_indptr_arr], list(paged_kv_indices_arr),
                         [_utils.host(x) for x in paged_kv_last_page_len], num_qo_heads, num_kv_heads, head_dim,
-                        page_size, bool(causal), pos_encoding_mode, window_left, soft_cap, sm_scale, rs, rt, q_name,
-                        kv_name, o_name)
-        self._num_qo_heads = num_qo_heads
-        self._head_dim_vo = head_dim
-        self._o_dtype = self._impl.o_data_type
+                        page_size, bool(causal), options)
+        self._planned(num_qo_heads, head_dim, window_left)
 
     begin_forward = plan
 
@@ -163,7 +160,6 @@ class MultiLevelCascadeAttentionWrapper(WrapperBase):
         (k, v)) -> out [nnz, num_qo_heads, head_dim]. out=, lse=, return_lse=,
         enable_pdl= and stream= are kvinfer extensions (FlashInfer's run returns out)."""
         k, v = _utils.split_cache(paged_kv_cache)
-        out, lse = self._attend(q, k, v, out, lse, return_lse, 1.0, 1.0, enable_pdl, stream)
-        return (out, lse) if return_lse else out
+        return self._attend(q, k, v, None, None, None, out, lse, return_lse, enable_pdl, stream)
 
     forward = run

@@ -60,7 +60,7 @@ class BatchDecodeWithPagedKVCacheWrapper(WrapperBase):
         [max_pages] the pages; plan() copies the page indices into it.
         use_tensor_cores: a hint; kvinfer's kernel selector decides (same results)."""
         op = self._op
-        reject(op, jit_args=(jit_args, None, _utils.NO_JIT), jit_kwargs=(jit_kwargs, None, _utils.NO_JIT))
+        reject(op, jit_args=(jit_args, None), jit_kwargs=(jit_kwargs, None))
         _check_backend(op, backend)
         capacity = None
         if use_cuda_graph:
@@ -136,22 +136,19 @@ class BatchDecodeWithPagedKVCacheWrapper(WrapperBase):
                                                 "(causal) for q_len_per_req > 1"),
                is_causal=(True if is_causal else None, None,
                           "decode has one query per request; causal needs BatchPrefillWithPagedKVCacheWrapper"),
-               use_token_head_sf=(use_token_head_sf, False, "per-(token, head) fp8 scales are not implemented"))
+               use_token_head_sf=(use_token_head_sf, False))
         if data_type is not None:  # FlashInfer's rule: it fills only the dtypes left None
             q_data_type = data_type if q_data_type is None else q_data_type
             kv_data_type = data_type if kv_data_type is None else kv_data_type
-        q_name, kv_name, o_name = _utils.plan_dtypes(op, q_data_type, kv_data_type, o_data_type)
+        dtypes = _utils.plan_dtypes(op, q_data_type, kv_data_type, o_data_type)
         if self._use_cuda_graph:
             indices = _utils.copy_into(self._paged_kv_indices_buf, indices, non_blocking, op, "indices")
-        split = -1 if fixed_split_size is None else int(fixed_split_size) * int(page_size)
-        soft_cap, rs, rt = _utils.plan_options(logits_soft_cap, rope_scale, rope_theta)
+        options = _utils.attention_plan_options(pos_encoding_mode, window_left, sm_scale, logits_soft_cap, rope_scale,
+                                                rope_theta, "auto", dtypes,
+                                                _utils.split_size(fixed_split_size, page_size), disable_split_kv)
         self._impl.plan(_utils.host(indptr), indices, _utils.host(last_page_len), num_qo_heads, num_kv_heads,
-                        head_dim, page_size, pos_encoding_mode, window_left, soft_cap, sm_scale, rs, rt, q_name,
-                        kv_name, o_name, split, disable_split_kv)
-        self._window_left = window_left
-        self._num_qo_heads = num_qo_heads
-        self._head_dim_vo = head_dim
-        self._o_dtype = self._impl.o_data_type
+                        head_dim, page_size, options)
+        self._planned(num_qo_heads, head_dim, window_left)
 
     begin_forward = plan
 
@@ -182,30 +179,16 @@ class BatchDecodeWithPagedKVCacheWrapper(WrapperBase):
         if (args or sinks is not None or skip_softmax_threshold_scale_factor is not None or kv_cache_sf is not None
                 or (q_len_per_req is not None and q_len_per_req != 1)
                 or (window_left is not None and window_left != self._window_left)):
-            self._reject_run(args, sinks, q_len_per_req, skip_softmax_threshold_scale_factor, kv_cache_sf,
-                             window_left)
+            self._reject_run(args, window_left, sinks=(sinks, None),
+                             skip_softmax_threshold_scale_factor=(skip_softmax_threshold_scale_factor, None),
+                             kv_cache_sf=(kv_cache_sf, None),
+                             q_len_per_req=(1 if q_len_per_req is None else q_len_per_req, 1,
+                                            "multi-token decode: use BatchPrefillWithPagedKVCacheWrapper (causal)"))
         k, v = _utils.split_cache(paged_kv_cache) if isinstance(paged_kv_cache, (tuple, list)) else (paged_kv_cache,
                                                                                                        None)
-        ks = 1.0 if k_scale is None and q_scale is None else _utils.qk_scale(self._op, q_scale, k_scale)
-        vs = 1.0 if v_scale is None else _utils.scale(v_scale, self._op, "v_scale")
-        out, lse = self._attend(q, k, v, out, lse, return_lse, ks, vs, enable_pdl, stream)
-        return (out, lse) if return_lse else out
+        return self._attend(q, k, v, q_scale, k_scale, v_scale, out, lse, return_lse, enable_pdl, stream)
 
     run_return_lse = _run_return_lse
-
-    def _reject_run(self, args, sinks, q_len_per_req, skip_softmax, kv_cache_sf, window_left) -> None:
-        op = self._op
-        if args:
-            _utils.not_supported(op, "*args", f"{len(args)} positional extras", "kvinfer has no custom kernels")
-        reject(op,
-               sinks=(sinks, None, "attention sinks are not implemented"),
-               skip_softmax_threshold_scale_factor=(skip_softmax, None, "skip-softmax sparsity is not implemented"),
-               kv_cache_sf=(kv_cache_sf, None, "NVFP4 / per-token scale factors are not implemented"))
-        if q_len_per_req not in (None, 1):
-            _utils.not_supported(op, "q_len_per_req", q_len_per_req,
-                                 "multi-token decode: use BatchPrefillWithPagedKVCacheWrapper (causal)")
-        _utils.error(op, "window_left", window_left,
-                     f"must be None or the value given to plan() ({self._window_left})")
 
 
 class CUDAGraphBatchDecodeWithPagedKVCacheWrapper(BatchDecodeWithPagedKVCacheWrapper):

@@ -106,10 +106,9 @@ class BatchMLAPagedAttentionWrapper(WrapperBase):
                metadata=(metadata, None, _CSR), cum_seq_lens_q=(cum_seq_lens_q, None, _CSR),
                block_tables=(block_tables, None, _CSR), seq_lens=(seq_lens, None, _CSR),
                max_q_len=(max_q_len, None, _CSR),
-               use_profiler=(use_profiler, False, "kvinfer has no kernel profiler buffer"),
-               output_scale=(output_scale, "none", "fp8 output scaling is not implemented"),
-               skip_softmax=(skip_softmax, False, "skip-softmax sparsity is not implemented"),
-               use_sinks=(use_sinks, False, "attention sinks are not implemented"))
+               use_profiler=(use_profiler, False),
+               output_scale=(output_scale, "none"),
+               skip_softmax=(skip_softmax, False), use_sinks=(use_sinks, False))
         if scale_mode not in ("default", "kv-per-tensor"):
             _utils.not_supported(op, "scale_mode", repr(scale_mode),
                                  "kvinfer takes per-tensor ckv_scale / kpe_scale (\"default\", \"kv-per-tensor\")")
@@ -122,15 +121,14 @@ class BatchMLAPagedAttentionWrapper(WrapperBase):
                 _utils.error(op, name, None, "is required (the CSR plan form)")
         qo_host = _utils.host(qo_indptr)
         if self._use_cuda_graph:
-            if self._impl is None:
-                capacity = (_utils.length(self._qo_indptr_buf) - 1, int(qo_host[-1]),
-                            _utils.length(self._kv_indices_buf))
-                self._set_impl(_kvinfer.BatchMLAPagedAttention(self._float_workspace_buffer, capacity))
+            self._graph_impl(lambda: _kvinfer.BatchMLAPagedAttention(
+                self._float_workspace_buffer,
+                (_utils.length(self._qo_indptr_buf) - 1, int(qo_host[-1]), _utils.length(self._kv_indices_buf))))
             kv_indices = _utils.copy_into(self._kv_indices_buf, kv_indices, True, op, "kv_indices")
         ckv = 512 if head_dim_ckv is None else int(head_dim_ckv)
         kpe = 64 if head_dim_kpe is None else int(head_dim_kpe)
         q_name = _utils.dtype_name(q_data_type, op, "q_data_type")
-        split = -1 if fixed_split_size is None else int(fixed_split_size) * int(page_size or 1)
+        split = _utils.split_size(fixed_split_size, page_size or 1)
         self._impl.plan(qo_host, _utils.host(kv_indptr), kv_indices, _utils.host(kv_len_arr),
                         0 if num_heads is None else num_heads, ckv, kpe, 0 if page_size is None else page_size,
                         bool(causal), sm_scale, q_name, _utils.dtype_name(kv_data_type, op, "kv_data_type"),
@@ -176,13 +174,10 @@ class BatchMLAPagedAttentionWrapper(WrapperBase):
         if (profiler_buffer is not None or kv_len is not None or page_table is not None or o_scale is not None
                 or ckv_scale_arr is not None or sinks is not None or skip_softmax_threshold_scale_factor is not None
                 or bmm1_scale is not None or bmm2_scale is not None):
-            reject(op, profiler_buffer=(profiler_buffer, None, "kvinfer has no kernel profiler buffer"),
-                   kv_len=(kv_len, None, _CSR), page_table=(page_table, None, _CSR),
-                   o_scale=(o_scale, None, "fp8 output scaling is not implemented"),
+            reject(op, profiler_buffer=(profiler_buffer, None), kv_len=(kv_len, None, _CSR),
+                   page_table=(page_table, None, _CSR), o_scale=(o_scale, None),
                    ckv_scale_arr=(ckv_scale_arr, None, "device scale tensors are not implemented; use ckv_scale"),
-                   sinks=(sinks, None, "attention sinks are not implemented"),
-                   skip_softmax_threshold_scale_factor=(skip_softmax_threshold_scale_factor, None,
-                                                        "skip-softmax sparsity is not implemented"),
+                   sinks=(sinks, None), skip_softmax_threshold_scale_factor=(skip_softmax_threshold_scale_factor, None),
                    bmm1_scale=(bmm1_scale, None, "use ckv_scale / kpe_scale"),
                    bmm2_scale=(bmm2_scale, None, "use ckv_scale"))
         if query is not None:

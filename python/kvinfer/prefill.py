@@ -26,38 +26,22 @@ from ._wrapper import WrapperBase, run_return_lse as _run_return_lse
 
 _compiling = _utils.compiling_fn()
 
-_NO_JIT = _utils.NO_JIT
 _INT32_MAX = 2**31 - 1
 _MULTI_ITEM = "multi-item scoring is not implemented"
 _TRTLLM = "kvinfer reads the CSR page table (qo_indptr / paged_kv_indptr / last_page_len)"
 
 
-def _reject_jit(op: str, jit_args, jit_kwargs, variant_owns_mask) -> None:
-    reject(op, jit_args=(jit_args, None, _NO_JIT), jit_kwargs=(jit_kwargs, None, _NO_JIT),
-           variant_owns_mask=(variant_owns_mask, False, _NO_JIT))
-
-
 def _reject_common_plan(op: str, use_fp16_qk_reduction, prefix_len_ptr, token_pos_in_items_ptr,
                         token_pos_in_items_len, max_item_len_ptr, seq_lens, seq_lens_q, use_token_head_sf) -> None:
     reject(op,
-           use_fp16_qk_reduction=(use_fp16_qk_reduction, False, "kvinfer accumulates q.k in float32 only"),
+           use_fp16_qk_reduction=(use_fp16_qk_reduction, False),
            prefix_len_ptr=(prefix_len_ptr, None, _MULTI_ITEM),
            token_pos_in_items_ptr=(token_pos_in_items_ptr, None, _MULTI_ITEM),
            token_pos_in_items_len=(token_pos_in_items_len, 0, _MULTI_ITEM),
            max_item_len_ptr=(max_item_len_ptr, None, _MULTI_ITEM),
            seq_lens=(seq_lens, None, _TRTLLM),
            seq_lens_q=(seq_lens_q, None, _TRTLLM),
-           use_token_head_sf=(use_token_head_sf, False, "per-(token, head) fp8 scales are not implemented"))
-
-
-def _reject_common_run(op: str, args, sinks, kv_cache_sf, skip_softmax, lse_layout) -> None:
-    if args:
-        _utils.not_supported(op, "*args", f"{len(args)} positional extras", "kvinfer has no custom kernels")
-    reject(op,
-           sinks=(sinks, None, "attention sinks are not implemented"),
-           kv_cache_sf=(kv_cache_sf, None, "NVFP4 / per-token scale factors are not implemented"),
-           skip_softmax_threshold_scale_factor=(skip_softmax, None, "skip-softmax sparsity is not implemented"),
-           lse_layout=(lse_layout, "NH", "kvinfer writes lse as [nnz, num_qo_heads] (\"NH\")"))
+           use_token_head_sf=(use_token_head_sf, False))
 
 
 def _mask_element_indptr(qo_indptr_host: Any, kv_lens: np.ndarray) -> np.ndarray:
@@ -66,33 +50,42 @@ def _mask_element_indptr(qo_indptr_host: Any, kv_lens: np.ndarray) -> np.ndarray
     return np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32)
 
 
-def _pack_into(buf: Any, custom_mask: Any, element_indptr: np.ndarray, non_blocking: bool, op: str) -> Any:
-    """CUDA-graph mode: the bit-packed mask goes into the caller's custom_mask_buf, whose
-    address the captured graph holds across re-plans."""
-    from .quantization import segment_packbits
-
-    packed, _ = segment_packbits(custom_mask, element_indptr, bitorder="little")
-    return _utils.copy_into(buf, packed, non_blocking, op, "custom_mask")
-
-
-class _PrefillRun:
-    """run() of both prefill wrappers after their own arguments: the scales, the call
-    and lse's base."""
+class _Prefill(WrapperBase):
+    """What both prefill wrappers share: the arguments FlashInfer's constructor takes
+    and kvinfer rejects, and the custom mask in CUDA-graph mode."""
 
     run_return_lse = _run_return_lse
 
-    def _finish(self, q, k, v, q_scale, k_scale, v_scale, out, lse, return_lse, lse_base, enable_pdl, stream):
-        ks = 1.0 if k_scale is None and q_scale is None else _utils.qk_scale(self._op, q_scale, k_scale)
-        vs = 1.0 if v_scale is None else _utils.scale(v_scale, self._op, "v_scale")
-        out, lse = self._attend(q, k, v, out, lse, return_lse or lse_base != "log2", ks, vs, enable_pdl, stream)
-        if lse_base != "log2":
-            if lse_base != "ln":
-                _utils.error(self._op, "lse_base", repr(lse_base), "must be \"log2\" or \"ln\"")
-            lse *= _utils.LN2
-        return (out, lse) if return_lse else out
+    def _init(self, kv_layout: str, use_cuda_graph: bool, custom_mask_buf: Any, mask_indptr_buf: Any, backend: str,
+              jit_args: Any, jit_kwargs: Any, variant_owns_mask: bool) -> None:
+        reject(self._op, jit_args=(jit_args, None), jit_kwargs=(jit_kwargs, None),
+               variant_owns_mask=(variant_owns_mask, False))
+        self._kv_layout = kv_layout
+        self._use_cuda_graph = use_cuda_graph
+        self._custom_mask_buf = custom_mask_buf
+        self._mask_indptr_buf = mask_indptr_buf
+        self._backend = backend
+        self._window_left = -1
+
+    def _mask(self, custom_mask: Any, packed_custom_mask: Any, qo_host: Any, kv_lens: Any, non_blocking: bool) -> Any:
+        """The mask plan() passes on: packed_custom_mask, else custom_mask (FlashInfer's
+        rule). In CUDA-graph mode with a custom_mask_buf it is copied (custom_mask bit-packed
+        first, with the keys of each request kv_lens() gives) into that buffer, whose
+        address the captured graph holds across re-plans."""
+        if packed_custom_mask is not None:
+            if not self._use_cuda_graph or self._custom_mask_buf is None:
+                return packed_custom_mask
+            return _utils.copy_into(self._custom_mask_buf, packed_custom_mask, non_blocking, self._op,
+                                    "packed_custom_mask")
+        if custom_mask is None or not self._use_cuda_graph or self._custom_mask_buf is None:
+            return custom_mask
+        from .quantization import segment_packbits
+
+        packed, _ = segment_packbits(custom_mask, _mask_element_indptr(qo_host, kv_lens()), bitorder="little")
+        return _utils.copy_into(self._custom_mask_buf, packed, non_blocking, self._op, "custom_mask")
 
 
-class BatchPrefillWithPagedKVCacheWrapper(WrapperBase, _PrefillRun):
+class BatchPrefillWithPagedKVCacheWrapper(_Prefill):
     """Batch prefill / append attention with a paged KV cache; FlashInfer's wrapper of
     the same name. plan() reads qo_indptr, paged_kv_indptr and paged_kv_last_page_len on
     the host; paged_kv_indices (and a mask) stay on the wrapper's device, where run()
@@ -124,29 +117,24 @@ class BatchPrefillWithPagedKVCacheWrapper(WrapperBase, _PrefillRun):
         custom_mask_buf receives the packed mask. backend "auto" / "fa2" (portable) /
         "fa3" (Hopper wgmma)."""
         op = self._op
-        _reject_jit(op, jit_args, jit_kwargs, variant_owns_mask)
+        self._init(kv_layout, use_cuda_graph, custom_mask_buf, mask_indptr_buf, backend, jit_args, jit_kwargs,
+                   variant_owns_mask)
         if use_cuda_graph:
             _utils.require_buffers(op, qo_indptr_buf=qo_indptr_buf, paged_kv_indptr_buf=paged_kv_indptr_buf,
                                    paged_kv_indices_buf=paged_kv_indices_buf,
                                    paged_kv_last_page_len_buf=paged_kv_last_page_len_buf)
         elif max_total_num_rows is not None:
             _utils.error(op, "max_total_num_rows", max_total_num_rows, "requires use_cuda_graph=True")
-        self._kv_layout = kv_layout
-        self._use_cuda_graph = use_cuda_graph
         self._qo_indptr_buf = qo_indptr_buf
         self._paged_kv_indptr_buf = paged_kv_indptr_buf
         self._paged_kv_indices_buf = paged_kv_indices_buf
         self._paged_kv_last_page_len_buf = paged_kv_last_page_len_buf
-        self._custom_mask_buf = custom_mask_buf
-        self._mask_indptr_buf = mask_indptr_buf
-        self._backend = backend
         self._max_total_num_rows = max_total_num_rows
         self._bind_device(float_workspace_buffer)
         if not use_cuda_graph:
             self._set_impl(_kvinfer.BatchPrefillWithPagedKVCache(float_workspace_buffer, kv_layout, None))
         elif max_total_num_rows is not None:
             self._make_graph_impl(max_total_num_rows)
-        self._window_left = -1
 
     def _make_graph_impl(self, rows: int) -> None:
         capacity = (_utils.length(self._qo_indptr_buf) - 1, int(rows), _utils.length(self._paged_kv_indices_buf))
@@ -206,32 +194,23 @@ class BatchPrefillWithPagedKVCacheWrapper(WrapperBase, _PrefillRun):
             _utils.not_supported(op, "head_dim_vo", head_dim_vo,
                                  f"the paged cache has one head_dim (head_dim_qk = {head_dim_qk}); a different "
                                  "head_dim_vo needs BatchPrefillWithRaggedKVCacheWrapper")
-        q_name, kv_name, o_name = _utils.plan_dtypes(op, q_data_type, kv_data_type, o_data_type)
+        dtypes = _utils.plan_dtypes(op, q_data_type, kv_data_type, o_data_type)
         qo_host = _utils.host(qo_indptr)
         indptr_host = _utils.host(paged_kv_indptr)
         last_host = _utils.host(paged_kv_last_page_len)
-        mask = packed_custom_mask if packed_custom_mask is not None else custom_mask
         if self._use_cuda_graph:
             if self._impl is None:
                 self._make_graph_impl(int(qo_host[-1]))
             paged_kv_indices = _utils.copy_into(self._paged_kv_indices_buf, paged_kv_indices, non_blocking, op,
                                                 "paged_kv_indices")
-            if packed_custom_mask is None and custom_mask is not None and self._custom_mask_buf is not None:
-                kv_lens = _seq_lens_host(indptr_host, last_host, page_size)
-                mask = _pack_into(self._custom_mask_buf, custom_mask, _mask_element_indptr(qo_host, kv_lens),
-                                  non_blocking, op)
-            elif packed_custom_mask is not None and self._custom_mask_buf is not None:
-                mask = _utils.copy_into(self._custom_mask_buf, packed_custom_mask, non_blocking, op,
-                                        "packed_custom_mask")
-        soft_cap, rs, rt = _utils.plan_options(logits_soft_cap, rope_scale, rope_theta)
-        split = -1 if fixed_split_size is None else int(fixed_split_size) * int(page_size)
+        mask = self._mask(custom_mask, packed_custom_mask, qo_host,
+                          lambda: _seq_lens_host(indptr_host, last_host, page_size), non_blocking)
+        options = _utils.attention_plan_options(pos_encoding_mode, window_left, sm_scale, logits_soft_cap, rope_scale,
+                                                rope_theta, self._backend, dtypes,
+                                                _utils.split_size(fixed_split_size, page_size), disable_split_kv)
         self._impl.plan(qo_host, indptr_host, paged_kv_indices, last_host, num_qo_heads, num_kv_heads, head_dim_qk,
-                        page_size, mask, bool(causal), pos_encoding_mode, window_left, soft_cap, sm_scale, rs, rt,
-                        q_name, kv_name, o_name, split, disable_split_kv, self._backend)
-        self._window_left = window_left
-        self._num_qo_heads = num_qo_heads
-        self._head_dim_vo = head_dim_qk
-        self._o_dtype = self._impl.o_data_type
+                        page_size, mask, bool(causal), options)
+        self._planned(num_qo_heads, head_dim_qk, window_left)
 
     begin_forward = plan
 
@@ -264,13 +243,13 @@ class BatchPrefillWithPagedKVCacheWrapper(WrapperBase, _PrefillRun):
         if (args or sinks is not None or kv_cache_sf is not None or skip_softmax_threshold_scale_factor is not None
                 or lse_layout != "NH" or use_fp16_softmax or uses_spcompress
                 or (window_left is not None and window_left != self._window_left)):
-            _reject_common_run(self._op, args, sinks, kv_cache_sf, skip_softmax_threshold_scale_factor, lse_layout)
-            reject(self._op, use_fp16_softmax=(use_fp16_softmax or None, None, "kvinfer's softmax is float32"),
-                   uses_spcompress=(uses_spcompress or None, None, "sparse compression is not implemented"))
-            _utils.error(self._op, "window_left", window_left,
-                         f"must be None or the value given to plan() ({self._window_left})")
+            self._reject_run(args, window_left, sinks=(sinks, None), kv_cache_sf=(kv_cache_sf, None),
+                             skip_softmax_threshold_scale_factor=(skip_softmax_threshold_scale_factor, None),
+                             lse_layout=(lse_layout, "NH"),
+                             use_fp16_softmax=(use_fp16_softmax or None, None, "kvinfer's softmax is float32"),
+                             uses_spcompress=(uses_spcompress or None, None, "sparse compression is not implemented"))
         k, v = _utils.split_cache(paged_kv_cache)
-        return self._finish(q, k, v, q_scale, k_scale, v_scale, out, lse, return_lse, lse_base, enable_pdl, stream)
+        return self._attend(q, k, v, q_scale, k_scale, v_scale, out, lse, return_lse, enable_pdl, stream, lse_base)
 
 
 def _seq_lens_host(indptr: Any, last_page_len: Any, page_size: int) -> np.ndarray:
@@ -279,7 +258,7 @@ def _seq_lens_host(indptr: Any, last_page_len: Any, page_size: int) -> np.ndarra
     return np.where(pages > 0, (pages - 1) * int(page_size) + np.asarray(last_page_len, dtype=np.int64), 0)
 
 
-class BatchPrefillWithRaggedKVCacheWrapper(WrapperBase, _PrefillRun):
+class BatchPrefillWithRaggedKVCacheWrapper(_Prefill):
     """Batch prefill / append attention with ragged keys and values; FlashInfer's
     wrapper of the same name. plan() reads qo_indptr and kv_indptr on the host (or takes
     qo_indptr_cpu / kv_indptr_cpu, host copies the caller already has)."""
@@ -303,21 +282,15 @@ class BatchPrefillWithRaggedKVCacheWrapper(WrapperBase, _PrefillRun):
         """use_cuda_graph: a fixed-capacity plan: qo_indptr_buf [max_batch + 1] fixes the
         batch, the first plan the query rows (as FlashInfer) and, with fixed_split_size,
         the key rows."""
-        op = self._op
-        _reject_jit(op, jit_args, jit_kwargs, variant_owns_mask)
+        self._init(kv_layout, use_cuda_graph, custom_mask_buf, mask_indptr_buf, backend, jit_args, jit_kwargs,
+                   variant_owns_mask)
         if use_cuda_graph:
-            _utils.require_buffers(op, qo_indptr_buf=qo_indptr_buf, kv_indptr_buf=kv_indptr_buf)
-        self._kv_layout = kv_layout
-        self._use_cuda_graph = use_cuda_graph
+            _utils.require_buffers(self._op, qo_indptr_buf=qo_indptr_buf, kv_indptr_buf=kv_indptr_buf)
         self._qo_indptr_buf = qo_indptr_buf
         self._kv_indptr_buf = kv_indptr_buf
-        self._custom_mask_buf = custom_mask_buf
-        self._mask_indptr_buf = mask_indptr_buf
-        self._backend = backend
         self._bind_device(float_workspace_buffer)
         if not use_cuda_graph:
             self._set_impl(_kvinfer.BatchPrefillWithRaggedKVCache(float_workspace_buffer, kv_layout, None))
-        self._window_left = -1
 
     def plan(
         self,
@@ -366,33 +339,22 @@ class BatchPrefillWithRaggedKVCacheWrapper(WrapperBase, _PrefillRun):
                             token_pos_in_items_len, max_item_len_ptr, seq_lens, seq_lens_q, use_token_head_sf)
         reject(op, v_indptr=(v_indptr, None, "v shares kv_indptr's rows in kvinfer"),
                o_indptr=(o_indptr, None, "out shares qo_indptr's rows in kvinfer"))
-        q_name, kv_name, o_name = _utils.plan_dtypes(op, q_data_type, kv_data_type, o_data_type)
+        dtypes = _utils.plan_dtypes(op, q_data_type, kv_data_type, o_data_type)
         qo_host = _utils.host(qo_indptr if qo_indptr_cpu is None else qo_indptr_cpu)
         kv_host = _utils.host(kv_indptr if kv_indptr_cpu is None else kv_indptr_cpu)
-        mask = packed_custom_mask if packed_custom_mask is not None else custom_mask
         if self._use_cuda_graph:
-            if self._impl is None:
-                max_kv = int(kv_host[-1]) if fixed_split_size is not None else _INT32_MAX
-                capacity = (_utils.length(self._qo_indptr_buf) - 1, int(qo_host[-1]), max_kv)
-                self._set_impl(_kvinfer.BatchPrefillWithRaggedKVCache(self._float_workspace_buffer, self._kv_layout,
-                                                                      capacity))
-            if packed_custom_mask is None and custom_mask is not None and self._custom_mask_buf is not None:
-                kv = np.asarray(kv_host, dtype=np.int64)
-                mask = _pack_into(self._custom_mask_buf, custom_mask, _mask_element_indptr(qo_host, kv[1:] - kv[:-1]),
-                                  non_blocking, op)
-            elif packed_custom_mask is not None and self._custom_mask_buf is not None:
-                mask = _utils.copy_into(self._custom_mask_buf, packed_custom_mask, non_blocking, op,
-                                        "packed_custom_mask")
-        soft_cap, rs, rt = _utils.plan_options(logits_soft_cap, rope_scale, rope_theta)
-        split = -1 if fixed_split_size is None else int(fixed_split_size)
+            max_kv = int(kv_host[-1]) if fixed_split_size is not None else _INT32_MAX
+            self._graph_impl(lambda: _kvinfer.BatchPrefillWithRaggedKVCache(
+                self._float_workspace_buffer, self._kv_layout,
+                (_utils.length(self._qo_indptr_buf) - 1, int(qo_host[-1]), max_kv)))
+        mask = self._mask(custom_mask, packed_custom_mask, qo_host, lambda: np.diff(np.asarray(kv_host, np.int64)),
+                          non_blocking)
         vo = head_dim_qk if head_dim_vo is None else head_dim_vo
-        self._impl.plan(qo_host, kv_host, num_qo_heads, num_kv_heads, head_dim_qk, vo, mask, bool(causal),
-                        pos_encoding_mode, window_left, soft_cap, sm_scale, rs, rt, q_name, kv_name, o_name, split,
-                        disable_split_kv, self._backend)
-        self._window_left = window_left
-        self._num_qo_heads = num_qo_heads
-        self._head_dim_vo = vo
-        self._o_dtype = self._impl.o_data_type
+        options = _utils.attention_plan_options(pos_encoding_mode, window_left, sm_scale, logits_soft_cap, rope_scale,
+                                                rope_theta, self._backend, dtypes,
+                                                _utils.split_size(fixed_split_size, 1), disable_split_kv)
+        self._impl.plan(qo_host, kv_host, num_qo_heads, num_kv_heads, head_dim_qk, vo, mask, bool(causal), options)
+        self._planned(num_qo_heads, vo, window_left)
 
     begin_forward = plan
 
@@ -419,9 +381,9 @@ class BatchPrefillWithRaggedKVCacheWrapper(WrapperBase, _PrefillRun):
         Hk, Dqk], v [kv_indptr[-1], Hk, Dvo] -> out [qo_indptr[-1], Hq, Dvo], or (out,
         lse)."""
         if args or kv_cache_sf is not None or lse_layout != "NH" or (o_scale is not None and o_scale != 1.0):
-            _reject_common_run(self._op, args, None, kv_cache_sf, None, lse_layout)
-            reject(self._op, o_scale=(o_scale, None, "fp8 output scaling is not implemented"))
-        return self._finish(q, k, v, q_scale, k_scale, v_scale, out, lse, return_lse, lse_base, enable_pdl, stream)
+            self._reject_run(args, kv_cache_sf=(kv_cache_sf, None), lse_layout=(lse_layout, "NH"),
+                             o_scale=(o_scale, None))
+        return self._attend(q, k, v, q_scale, k_scale, v_scale, out, lse, return_lse, enable_pdl, stream, lse_base)
 
 
 def single_prefill_with_kv_cache(
@@ -462,8 +424,7 @@ def single_prefill_with_kv_cache(
     reject(op, scale_q=(scale_q, None, "per-head fp8 scale tensors are not implemented; use k_scale / v_scale"),
            scale_k=(scale_k, None, "per-head fp8 scale tensors are not implemented; use k_scale"),
            scale_v=(scale_v, None, "per-head fp8 scale tensors are not implemented; use v_scale"),
-           use_fp16_qk_reduction=(use_fp16_qk_reduction, False, "kvinfer accumulates q.k in float32 only"),
-           kv_cache_sf=(kv_cache_sf, None, "NVFP4 / per-token scale factors are not implemented"))
+           use_fp16_qk_reduction=(use_fp16_qk_reduction, False), kv_cache_sf=(kv_cache_sf, None))
     o_name = _utils.dtype_name(o_dtype, op, "o_dtype")
     mask = packed_custom_mask if packed_custom_mask is not None else custom_mask
     if mask is not None and len(mask.shape) == 2:

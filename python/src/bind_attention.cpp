@@ -29,6 +29,29 @@ SplitOptions split_options(std::int64_t fixed_split_size, bool disable_split_kv)
   return {.fixed_split_size = fixed_split_size, .disable_split_kv = disable_split_kv};
 }
 
+// Everything the plan() of a decode, prefill or cascade wrapper takes after the
+// problem's shape, as one tuple (kvinfer/_utils.py's attention_plan_options builds it):
+// pos_encoding_mode, window_left, sm_scale, logits_soft_cap, rope_scale, rope_theta,
+// backend, the q / kv / o dtype names, fixed_split_size (tokens, -1 none) and
+// disable_split_kv.
+using PlanOptions = std::tuple<std::string, int, std::optional<float>, float, float, float, std::string,
+                               std::string, std::string, std::string, std::int64_t, bool>;
+
+// `args` (the problem's shape and arrays) with the fields every attention plan's
+// arguments have: options, dtypes and split.
+template <class Args>
+Args with_plan_options(std::string_view op, Args args, MaskMode mask, const PlanOptions& plan) {
+  const auto& [pos_encoding_mode, window_left, sm_scale, logits_soft_cap, rope_scale, rope_theta, backend,
+               q_dtype, kv_dtype, o_dtype, fixed_split_size, disable_split_kv] = plan;
+  args.options = attention_options(op, mask, pos_encoding_mode, window_left, logits_soft_cap, sm_scale, rope_scale,
+                                   rope_theta, backend);
+  args.q_dtype = dtype_arg(op, "q_data_type", q_dtype);
+  args.kv_dtype = dtype_arg(op, "kv_data_type", kv_dtype);
+  args.o_dtype = dtype_arg(op, "o_data_type", o_dtype);
+  args.split = split_options(fixed_split_size, disable_split_kv);
+  return args;
+}
+
 RunOptions run_options(const TensorArg& lse, float k_scale, float v_scale, std::uintptr_t stream,
                        std::optional<bool> enable_pdl) {
   return {.lse = lse.view,
@@ -53,6 +76,13 @@ class Wrapper {
   // is shown to the garbage collector (gc_slots below).
   std::vector<nb::object> plan_refs;
   bool planned = false;
+
+  // The decode and prefill wrappers (inherited as their constructors; def_init passes
+  // the class's kOp): Impl(device, layout, capacity).
+  Wrapper(std::string_view op, nb::handle float_workspace_buffer, const std::string& kv_layout,
+          std::optional<CapacityTuple> capacity)
+      : Wrapper(op, float_workspace_buffer, kv_layout,
+                [&](Device d, KVLayout l) { return Impl(d, l, to_capacity(capacity)); }) {}
 
   std::string device_name() const { return to_string(device); }
 
@@ -114,31 +144,18 @@ class Decode : public Wrapper<BatchDecodeWithPagedKVCache> {
  public:
   static constexpr std::string_view kOp = "BatchDecodeWithPagedKVCache";
 
-  Decode(nb::handle float_workspace_buffer, const std::string& kv_layout, std::optional<CapacityTuple> capacity)
-      : Wrapper(kOp, float_workspace_buffer, kv_layout, [&](Device d, KVLayout l) {
-          return BatchDecodeWithPagedKVCache(d, l, to_capacity(capacity));
-        }) {}
+  using Wrapper::Wrapper;
 
   void plan(nb::handle indptr, nb::handle indices, nb::handle last_page_len, std::int64_t num_qo_heads,
-            std::int64_t num_kv_heads, std::int64_t head_dim, std::int64_t page_size,
-            const std::string& pos_encoding_mode, int window_left, float logits_soft_cap,
-            std::optional<float> sm_scale, float rope_scale, float rope_theta, const std::string& q_dtype,
-            const std::string& kv_dtype, const std::string& o_dtype, std::int64_t fixed_split_size,
-            bool disable_split_kv) {
+            std::int64_t num_kv_heads, std::int64_t head_dim, std::int64_t page_size, const PlanOptions& options) {
     const PageTableArg table = page_table_arg(kOp, indptr, indices, last_page_len);
-    DecodePlanArgs args{
-        .page_table = table.table(),
-        .num_qo_heads = num_qo_heads,
-        .num_kv_heads = num_kv_heads,
-        .head_dim = head_dim,
-        .page_size = page_size,
-        .options = attention_options(kOp, MaskMode::kNone, pos_encoding_mode, window_left, logits_soft_cap,
-                                     sm_scale, rope_scale, rope_theta, "auto"),
-        .q_dtype = dtype_arg(kOp, "q_data_type", q_dtype),
-        .kv_dtype = dtype_arg(kOp, "kv_data_type", kv_dtype),
-        .o_dtype = dtype_arg(kOp, "o_data_type", o_dtype),
-        .split = split_options(fixed_split_size, disable_split_kv),
-    };
+    const DecodePlanArgs args = with_plan_options(kOp,
+                                                  DecodePlanArgs{.page_table = table.table(),
+                                                                 .num_qo_heads = num_qo_heads,
+                                                                 .num_kv_heads = num_kv_heads,
+                                                                 .head_dim = head_dim,
+                                                                 .page_size = page_size},
+                                                  MaskMode::kNone, options);
     // indptr and last_page_len too: time_step() plans from them again.
     commit(args, args.o_dtype, {nb::borrow(indices), nb::borrow(indptr), nb::borrow(last_page_len)});
     last_args_ = args;
@@ -172,37 +189,23 @@ class PagedPrefill : public Wrapper<BatchPrefillWithPagedKVCache> {
  public:
   static constexpr std::string_view kOp = "BatchPrefillWithPagedKVCache";
 
-  PagedPrefill(nb::handle float_workspace_buffer, const std::string& kv_layout,
-               std::optional<CapacityTuple> capacity)
-      : Wrapper(kOp, float_workspace_buffer, kv_layout, [&](Device d, KVLayout l) {
-          return BatchPrefillWithPagedKVCache(d, l, to_capacity(capacity));
-        }) {}
+  using Wrapper::Wrapper;
 
   void plan(nb::handle qo_indptr, nb::handle indptr, nb::handle indices, nb::handle last_page_len,
             std::int64_t num_qo_heads, std::int64_t num_kv_heads, std::int64_t head_dim,
-            std::int64_t page_size, nb::handle custom_mask, bool causal, const std::string& pos_encoding_mode,
-            int window_left, float logits_soft_cap, std::optional<float> sm_scale, float rope_scale,
-            float rope_theta, const std::string& q_dtype, const std::string& kv_dtype,
-            const std::string& o_dtype, std::int64_t fixed_split_size, bool disable_split_kv,
-            const std::string& backend) {
+            std::int64_t page_size, nb::handle custom_mask, bool causal, const PlanOptions& options) {
     const TensorArg a_qo = tensor_arg(kOp, "qo_indptr", qo_indptr);
     const PageTableArg table = page_table_arg(kOp, indptr, indices, last_page_len);
     const TensorArg a_mask = tensor_arg(kOp, "custom_mask", custom_mask, std::nullopt, true);
-    PagedPrefillPlanArgs args{
-        .qo_indptr = a_qo.view,
-        .page_table = table.table(),
-        .num_qo_heads = num_qo_heads,
-        .num_kv_heads = num_kv_heads,
-        .head_dim = head_dim,
-        .page_size = page_size,
-        .options = attention_options(kOp, mask_mode(a_mask, causal), pos_encoding_mode, window_left,
-                                     logits_soft_cap, sm_scale, rope_scale, rope_theta, backend),
-        .custom_mask = a_mask.view,
-        .q_dtype = dtype_arg(kOp, "q_data_type", q_dtype),
-        .kv_dtype = dtype_arg(kOp, "kv_data_type", kv_dtype),
-        .o_dtype = dtype_arg(kOp, "o_data_type", o_dtype),
-        .split = split_options(fixed_split_size, disable_split_kv),
-    };
+    const PagedPrefillPlanArgs args = with_plan_options(kOp,
+                                                        PagedPrefillPlanArgs{.qo_indptr = a_qo.view,
+                                                                             .page_table = table.table(),
+                                                                             .num_qo_heads = num_qo_heads,
+                                                                             .num_kv_heads = num_kv_heads,
+                                                                             .head_dim = head_dim,
+                                                                             .page_size = page_size,
+                                                                             .custom_mask = a_mask.view},
+                                                        mask_mode(a_mask, causal), options);
     commit(args, args.o_dtype, {nb::borrow(indices), nb::borrow(custom_mask)});
   }
 };
@@ -212,36 +215,23 @@ class RaggedPrefill : public Wrapper<BatchPrefillWithRaggedKVCache> {
  public:
   static constexpr std::string_view kOp = "BatchPrefillWithRaggedKVCache";
 
-  RaggedPrefill(nb::handle float_workspace_buffer, const std::string& kv_layout,
-                std::optional<CapacityTuple> capacity)
-      : Wrapper(kOp, float_workspace_buffer, kv_layout, [&](Device d, KVLayout l) {
-          return BatchPrefillWithRaggedKVCache(d, l, to_capacity(capacity));
-        }) {}
+  using Wrapper::Wrapper;
 
   void plan(nb::handle qo_indptr, nb::handle kv_indptr, std::int64_t num_qo_heads, std::int64_t num_kv_heads,
             std::int64_t head_dim_qk, std::int64_t head_dim_vo, nb::handle custom_mask, bool causal,
-            const std::string& pos_encoding_mode, int window_left, float logits_soft_cap,
-            std::optional<float> sm_scale, float rope_scale, float rope_theta, const std::string& q_dtype,
-            const std::string& kv_dtype, const std::string& o_dtype, std::int64_t fixed_split_size,
-            bool disable_split_kv, const std::string& backend) {
+            const PlanOptions& options) {
     const TensorArg a_qo = tensor_arg(kOp, "qo_indptr", qo_indptr);
     const TensorArg a_kv = tensor_arg(kOp, "kv_indptr", kv_indptr);
     const TensorArg a_mask = tensor_arg(kOp, "custom_mask", custom_mask, std::nullopt, true);
-    RaggedPrefillPlanArgs args{
-        .qo_indptr = a_qo.view,
-        .kv_indptr = a_kv.view,
-        .num_qo_heads = num_qo_heads,
-        .num_kv_heads = num_kv_heads,
-        .head_dim_qk = head_dim_qk,
-        .head_dim_vo = head_dim_vo,
-        .options = attention_options(kOp, mask_mode(a_mask, causal), pos_encoding_mode, window_left,
-                                     logits_soft_cap, sm_scale, rope_scale, rope_theta, backend),
-        .custom_mask = a_mask.view,
-        .q_dtype = dtype_arg(kOp, "q_data_type", q_dtype),
-        .kv_dtype = dtype_arg(kOp, "kv_data_type", kv_dtype),
-        .o_dtype = dtype_arg(kOp, "o_data_type", o_dtype),
-        .split = split_options(fixed_split_size, disable_split_kv),
-    };
+    const RaggedPrefillPlanArgs args = with_plan_options(kOp,
+                                                         RaggedPrefillPlanArgs{.qo_indptr = a_qo.view,
+                                                                               .kv_indptr = a_kv.view,
+                                                                               .num_qo_heads = num_qo_heads,
+                                                                               .num_kv_heads = num_kv_heads,
+                                                                               .head_dim_qk = head_dim_qk,
+                                                                               .head_dim_vo = head_dim_vo,
+                                                                               .custom_mask = a_mask.view},
+                                                         mask_mode(a_mask, causal), options);
     commit(args, args.o_dtype, {nb::borrow(custom_mask)});
   }
 
@@ -274,9 +264,7 @@ class Cascade : public Wrapper<MultiLevelCascadeAttention> {
   void plan(const std::vector<nb::handle>& qo_indptr, const std::vector<nb::handle>& kv_indptr,
             const std::vector<nb::handle>& kv_indices, const std::vector<nb::handle>& kv_last_page_len,
             std::int64_t num_qo_heads, std::int64_t num_kv_heads, std::int64_t head_dim,
-            std::int64_t page_size, bool causal, const std::string& pos_encoding_mode, int window_left,
-            float logits_soft_cap, std::optional<float> sm_scale, float rope_scale, float rope_theta,
-            const std::string& q_dtype, const std::string& kv_dtype, const std::string& o_dtype) {
+            std::int64_t page_size, bool causal, const PlanOptions& options) {
     const std::size_t n = qo_indptr.size();
     for (auto [name, size] : {std::pair{"paged_kv_indptr_arr", kv_indptr.size()},
                               std::pair{"paged_kv_indices_arr", kv_indices.size()},
@@ -305,11 +293,7 @@ class Cascade : public Wrapper<MultiLevelCascadeAttention> {
     args.num_kv_heads = num_kv_heads;
     args.head_dim = head_dim;
     args.page_size = page_size;
-    args.options = attention_options(kOp, causal ? MaskMode::kCausal : MaskMode::kNone, pos_encoding_mode,
-                                     window_left, logits_soft_cap, sm_scale, rope_scale, rope_theta, "auto");
-    args.q_dtype = dtype_arg(kOp, "q_data_type", q_dtype);
-    args.kv_dtype = dtype_arg(kOp, "kv_data_type", kv_dtype);
-    args.o_dtype = dtype_arg(kOp, "o_data_type", o_dtype);
+    args = with_plan_options(kOp, std::move(args), causal ? MaskMode::kCausal : MaskMode::kNone, options);
     std::vector<nb::object> refs;
     for (nb::handle h : kv_indices) refs.push_back(nb::borrow(h));
     commit(args, args.o_dtype, std::move(refs));
@@ -454,12 +438,16 @@ void def_run(nb::class_<W>& c, Run run) {
         "5-D paged cache. Allocates nothing; every tensor on the wrapper's device.");
 }
 
-// The constructor (float_workspace_buffer, kv_layout="NHD", capacity=None).
+// The constructor (float_workspace_buffer, kv_layout="NHD", capacity=None) of a
+// decode or prefill wrapper.
 template <class W>
 void def_init(nb::class_<W>& c) {
   using nb::arg;
-  c.def(nb::init<nb::handle, const std::string&, std::optional<CapacityTuple>>(), arg("float_workspace_buffer"),
-        arg("kv_layout") = "NHD", arg("capacity").none() = nb::none());
+  c.def(
+      "__init__",
+      [](W* w, nb::handle float_workspace_buffer, const std::string& kv_layout,
+         std::optional<CapacityTuple> capacity) { new (w) W(W::kOp, float_workspace_buffer, kv_layout, capacity); },
+      arg("float_workspace_buffer"), arg("kv_layout") = "NHD", arg("capacity").none() = nb::none());
 }
 
 }  // namespace
@@ -474,10 +462,7 @@ void bind_attention(nb::module_& m) {
   def_run(decode, &Decode::run_paged);
   decode
       .def("plan", &Decode::plan, arg("indptr"), arg("indices"), arg("last_page_len"), arg("num_qo_heads"),
-           arg("num_kv_heads"), arg("head_dim"), arg("page_size"), arg("pos_encoding_mode"),
-           arg("window_left"), arg("logits_soft_cap"), arg("sm_scale").none(), arg("rope_scale"),
-           arg("rope_theta"), arg("q_data_type"), arg("kv_data_type"), arg("o_data_type"),
-           arg("fixed_split_size"), arg("disable_split_kv"))
+           arg("num_kv_heads"), arg("head_dim"), arg("page_size"), arg("options"))
       .def("time_step", &Decode::time_step, arg("q"), arg("k"), arg("v").none(), arg("out"), arg("runs"),
            arg("stream"),
            "Benchmark hook: the last plan() again plus `runs` run() calls, timed in C++ (microseconds).");
@@ -488,10 +473,7 @@ void bind_attention(nb::module_& m) {
   def_run(paged, &PagedPrefill::run_paged);
   paged.def("plan", &PagedPrefill::plan, arg("qo_indptr"), arg("indptr"), arg("indices"), arg("last_page_len"),
             arg("num_qo_heads"), arg("num_kv_heads"), arg("head_dim"), arg("page_size"),
-            arg("custom_mask").none(), arg("causal"), arg("pos_encoding_mode"), arg("window_left"),
-            arg("logits_soft_cap"), arg("sm_scale").none(), arg("rope_scale"), arg("rope_theta"),
-            arg("q_data_type"), arg("kv_data_type"), arg("o_data_type"), arg("fixed_split_size"),
-            arg("disable_split_kv"), arg("backend"));
+            arg("custom_mask").none(), arg("causal"), arg("options"));
 
   auto ragged = wrapper_class<RaggedPrefill>(m, "BatchPrefillWithRaggedKVCache",
                                              "kvinfer::BatchPrefillWithRaggedKVCache; kvinfer.prefill wraps it.");
@@ -499,10 +481,7 @@ void bind_attention(nb::module_& m) {
   def_run(ragged, &RaggedPrefill::run);
   ragged.def("plan", &RaggedPrefill::plan, arg("qo_indptr"), arg("kv_indptr"), arg("num_qo_heads"),
              arg("num_kv_heads"), arg("head_dim_qk"), arg("head_dim_vo"), arg("custom_mask").none(),
-             arg("causal"), arg("pos_encoding_mode"), arg("window_left"), arg("logits_soft_cap"),
-             arg("sm_scale").none(), arg("rope_scale"), arg("rope_theta"), arg("q_data_type"),
-             arg("kv_data_type"), arg("o_data_type"), arg("fixed_split_size"), arg("disable_split_kv"),
-             arg("backend"));
+             arg("causal"), arg("options"));
 
   auto cascade = wrapper_class<Cascade>(m, "MultiLevelCascadeAttention",
                                         "kvinfer::MultiLevelCascadeAttention; kvinfer.cascade wraps it.");
@@ -512,9 +491,7 @@ void bind_attention(nb::module_& m) {
   def_run(cascade, &Cascade::run_paged);
   cascade.def("plan", &Cascade::plan, arg("qo_indptr_arr"), arg("paged_kv_indptr_arr"),
               arg("paged_kv_indices_arr"), arg("paged_kv_last_page_len"), arg("num_qo_heads"),
-              arg("num_kv_heads"), arg("head_dim"), arg("page_size"), arg("causal"), arg("pos_encoding_mode"),
-              arg("window_left"), arg("logits_soft_cap"), arg("sm_scale").none(), arg("rope_scale"),
-              arg("rope_theta"), arg("q_data_type"), arg("kv_data_type"), arg("o_data_type"));
+              arg("num_kv_heads"), arg("head_dim"), arg("page_size"), arg("causal"), arg("options"));
 
   auto mla = wrapper_class<MLA>(m, "BatchMLAPagedAttention", "kvinfer::BatchMLAPagedAttention; kvinfer.mla wraps it.");
   mla.def(nb::init<nb::handle, std::optional<CapacityTuple>>(), arg("float_workspace_buffer"),

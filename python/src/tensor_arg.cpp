@@ -13,30 +13,26 @@ namespace {
 
 namespace dl = nb::dlpack;
 
+// The DLPack element types kvinfer reads (one lane each).
+struct DlpackDType {
+  dl::dtype_code code;
+  std::uint8_t bits;
+  DType dtype;
+};
+constexpr DlpackDType kDlpackDTypes[] = {
+    {dl::dtype_code::Float, 16, DType::kF16},       {dl::dtype_code::Float, 32, DType::kF32},
+    {dl::dtype_code::Bfloat, 16, DType::kBF16},     {dl::dtype_code::Float8_E4M3FN, 8, DType::kE4M3},
+    {dl::dtype_code::Float8_E5M2, 8, DType::kE5M2}, {dl::dtype_code::UInt, 8, DType::kU8},
+    {dl::dtype_code::Int, 32, DType::kI32},         {dl::dtype_code::Int, 64, DType::kI64},
+    {dl::dtype_code::Bool, 8, DType::kBool},
+};
+
 std::optional<DType> from_dlpack(dl::dtype t) {
   if (t.lanes != 1) return std::nullopt;
-  switch (dl::dtype_code(t.code)) {
-    case dl::dtype_code::Float:
-      if (t.bits == 16) return DType::kF16;
-      if (t.bits == 32) return DType::kF32;
-      return std::nullopt;
-    case dl::dtype_code::Bfloat:
-      return t.bits == 16 ? std::optional(DType::kBF16) : std::nullopt;
-    case dl::dtype_code::Float8_E4M3FN:
-      return t.bits == 8 ? std::optional(DType::kE4M3) : std::nullopt;
-    case dl::dtype_code::Float8_E5M2:
-      return t.bits == 8 ? std::optional(DType::kE5M2) : std::nullopt;
-    case dl::dtype_code::UInt:
-      return t.bits == 8 ? std::optional(DType::kU8) : std::nullopt;
-    case dl::dtype_code::Int:
-      if (t.bits == 32) return DType::kI32;
-      if (t.bits == 64) return DType::kI64;
-      return std::nullopt;
-    case dl::dtype_code::Bool:
-      return t.bits == 8 ? std::optional(DType::kBool) : std::nullopt;
-    default:
-      return std::nullopt;
+  for (const DlpackDType& d : kDlpackDTypes) {
+    if (dl::dtype_code(t.code) == d.code && t.bits == d.bits) return d.dtype;
   }
+  return std::nullopt;
 }
 
 std::string dlpack_dtype_name(dl::dtype t) {

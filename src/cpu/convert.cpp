@@ -43,71 +43,63 @@ void store_row(const float* in, DType dtype, void* dst, std::int64_t n) {
 }
 
 namespace portable {
+namespace {
+
+// A row's elements one by one: each of the loops below is a plain loop over one
+// storage type that the compiler vectorises.
+template <class Storage, class Widen>
+void load_each(const void* src, float* out, std::int64_t n, Widen widen) {
+  const auto* s = static_cast<const Storage*>(src);
+  for (std::int64_t i = 0; i < n; ++i) out[i] = widen(s[i]);
+}
+
+template <class Storage, class Narrow>
+void store_each(const float* in, void* dst, std::int64_t n, Narrow narrow) {
+  auto* d = static_cast<Storage*>(dst);
+  for (std::int64_t i = 0; i < n; ++i) d[i] = narrow(in[i]);
+}
+
+template <float (*Decode)(std::uint8_t)>
+void load_fp8(const void* src, float* out, std::int64_t n) {
+  const Fp8Table& t = fp8_table<Decode>();
+  load_each<std::uint8_t>(src, out, n, [&t](std::uint8_t b) { return t[b]; });
+}
+
+}  // namespace
 
 void load_row(const void* src, DType dtype, float* out, std::int64_t n) {
   switch (dtype) {
-    case DType::kF32: {
-      const auto* s = static_cast<const float*>(src);
-      for (std::int64_t i = 0; i < n; ++i) out[i] = s[i];
-      return;
-    }
-    case DType::kF16: {
-      const auto* s = static_cast<const std::uint16_t*>(src);
-      for (std::int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(s[i]);
-      return;
-    }
-    case DType::kBF16: {
+    case DType::kF32:
+      return load_each<float>(src, out, n, [](float x) { return x; });
+    case DType::kF16:
+      return load_each<std::uint16_t>(src, out, n, [](std::uint16_t h) { return f16_to_f32(h); });
+    case DType::kBF16:
       // bf16 is the top half of a float32: a shift the compiler vectorises.
-      const auto* s = static_cast<const std::uint16_t*>(src);
-      for (std::int64_t i = 0; i < n; ++i) out[i] = std::bit_cast<float>(std::uint32_t(s[i]) << 16);
-      return;
-    }
-    case DType::kE4M3: {
-      const auto* s = static_cast<const std::uint8_t*>(src);
-      const Fp8Table& t = fp8_table<e4m3_to_f32>();
-      for (std::int64_t i = 0; i < n; ++i) out[i] = t[s[i]];
-      return;
-    }
-    case DType::kE5M2: {
-      const auto* s = static_cast<const std::uint8_t*>(src);
-      const Fp8Table& t = fp8_table<e5m2_to_f32>();
-      for (std::int64_t i = 0; i < n; ++i) out[i] = t[s[i]];
-      return;
-    }
+      return load_each<std::uint16_t>(src, out, n,
+                                      [](std::uint16_t b) { return std::bit_cast<float>(std::uint32_t(b) << 16); });
+    case DType::kE4M3:
+      return load_fp8<e4m3_to_f32>(src, out, n);
+    case DType::kE5M2:
+      return load_fp8<e5m2_to_f32>(src, out, n);
     default:
-      break;
+      return;
   }
 }
 
 void store_row(const float* in, DType dtype, void* dst, std::int64_t n) {
   switch (dtype) {
-    case DType::kF32: {
-      auto* d = static_cast<float*>(dst);
-      for (std::int64_t i = 0; i < n; ++i) d[i] = in[i];
-      return;
-    }
-    case DType::kF16: {
-      auto* d = static_cast<std::uint16_t*>(dst);
-      for (std::int64_t i = 0; i < n; ++i) d[i] = f32_to_f16(in[i]);
-      return;
-    }
-    case DType::kBF16: {
-      auto* d = static_cast<std::uint16_t*>(dst);
-      for (std::int64_t i = 0; i < n; ++i) d[i] = bf16_rne(in[i]);
-      return;
-    }
-    case DType::kE4M3: {
-      auto* d = static_cast<std::uint8_t*>(dst);
-      for (std::int64_t i = 0; i < n; ++i) d[i] = f32_to_e4m3(in[i]);
-      return;
-    }
-    case DType::kE5M2: {
-      auto* d = static_cast<std::uint8_t*>(dst);
-      for (std::int64_t i = 0; i < n; ++i) d[i] = f32_to_e5m2(in[i]);
-      return;
-    }
+    case DType::kF32:
+      return store_each<float>(in, dst, n, [](float x) { return x; });
+    case DType::kF16:
+      return store_each<std::uint16_t>(in, dst, n, [](float x) { return f32_to_f16(x); });
+    case DType::kBF16:
+      return store_each<std::uint16_t>(in, dst, n, [](float x) { return bf16_rne(x); });
+    case DType::kE4M3:
+      return store_each<std::uint8_t>(in, dst, n, [](float x) { return f32_to_e4m3(x); });
+    case DType::kE5M2:
+      return store_each<std::uint8_t>(in, dst, n, [](float x) { return f32_to_e5m2(x); });
     default:
-      break;
+      return;
   }
 }
 

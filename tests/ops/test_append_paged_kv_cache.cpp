@@ -12,33 +12,10 @@
 #include "kvinfer/ops/page.hpp"
 #include "testing/expect_error.hpp"
 #include "testing/random.hpp"
+#include "testing/storage_copy.hpp"
 
-namespace kvinfer {
+namespace kvinfer::testing {
 namespace {
-
-using testing::expect_error;
-using testing::int32_tensor;
-using testing::Rng;
-
-char* at(const TensorView& t) {
-  return static_cast<char*>(t.data());
-}
-
-// The same view on another buffer of the same size.
-TensorView rebase(const TensorView& v, const Tensor& from, const Tensor& to) {
-  return TensorView(static_cast<char*>(to.data()) + (at(v) - static_cast<char*>(from.data())), v.dtype(),
-                    v.shape(), v.strides(), v.device());
-}
-
-Tensor clone(const Tensor& t) {
-  Tensor c = Tensor::empty(t.view().shape(), t.dtype());
-  std::memcpy(c.data(), t.data(), t.nbytes());
-  return c;
-}
-
-bool same_bytes(const Tensor& a, const Tensor& b) {
-  return a.nbytes() == b.nbytes() && std::memcmp(a.data(), b.data(), a.nbytes()) == 0;
-}
 
 // A cache in one of its forms, over storage filled with a random pattern.
 struct TestCache {
@@ -90,32 +67,32 @@ TestCache make_cache(bool combined, KVLayout layout, bool strided, DType dtype, 
   if (combined) {
     const std::int64_t shape[] = {num_pages, 2, a, b, head_dim};
     const std::int64_t pad[] = {1, 1, 1, 2, 8}, none[] = {0, 0, 0, 0, 0};
-    testing::Padded p = testing::padded(shape, dtype, std::span<const std::int64_t>(strided ? pad : none, 5));
+    Padded p = padded(shape, dtype, std::span<const std::int64_t>(strided ? pad : none, 5));
     c.storage.push_back(std::move(p.storage));
     c.kv5 = p.view;
   } else {
     const std::int64_t shape[] = {num_pages, a, b, head_dim};
     const std::int64_t pad_k[] = {1, 0, 2, 4}, pad_v[] = {0, 1, 1, 8}, none[] = {0, 0, 0, 0};
-    testing::Padded k =
-        testing::padded(shape, dtype, std::span<const std::int64_t>(strided ? pad_k : none, 4));
-    testing::Padded v =
-        testing::padded(shape, dtype, std::span<const std::int64_t>(strided ? pad_v : none, 4));
+    Padded k =
+        padded(shape, dtype, std::span<const std::int64_t>(strided ? pad_k : none, 4));
+    Padded v =
+        padded(shape, dtype, std::span<const std::int64_t>(strided ? pad_v : none, 4));
     c.k4 = k.view;
     c.v4 = v.view;
     c.storage.push_back(std::move(k.storage));
     c.storage.push_back(std::move(v.storage));
   }
-  for (const Tensor& s : c.storage) testing::fill_random_bytes(s, rng);
+  for (const Tensor& s : c.storage) fill_random_bytes(s, rng);
   return c;
 }
 
 // Append data [nnz, H, D], random, optionally inside a padded allocation.
-testing::Padded make_input(std::int64_t nnz, std::int64_t num_heads, std::int64_t head_dim, DType dtype,
+Padded make_input(std::int64_t nnz, std::int64_t num_heads, std::int64_t head_dim, DType dtype,
                            bool strided, Rng& rng) {
   const std::int64_t shape[] = {nnz, num_heads, head_dim};
   const std::int64_t pad[] = {0, 1, 8}, none[] = {0, 0, 0};
-  testing::Padded p = testing::padded(shape, dtype, std::span<const std::int64_t>(strided ? pad : none, 3));
-  testing::fill_random_bytes(p.storage, rng);
+  Padded p = padded(shape, dtype, std::span<const std::int64_t>(strided ? pad : none, 3));
+  fill_random_bytes(p.storage, rng);
   return p;
 }
 
@@ -138,7 +115,7 @@ Tokens tail_tokens(const std::vector<std::int32_t>& kv_lens, const std::vector<s
 }
 
 // Runs one append and checks the whole storage against the definition.
-void check_append(const TestCache& c, const testing::HostPageTable& table, const Tokens& tokens,
+void check_append(const TestCache& c, const HostPageTable& table, const Tokens& tokens,
                   const TensorView& key, const TensorView& value) {
   std::vector<Tensor> expected;
   for (const Tensor& s : c.storage) expected.push_back(clone(s));
@@ -185,13 +162,13 @@ TEST(AppendPagedKVCache, MatchesDefinitionAcrossForms) {
                 append_lens[b] = b == 2 ? kv_lens[b]  // request 2 is all new (a prefill)
                                         : std::uniform_int_distribution<std::int32_t>(0, kv_lens[b])(rng);
               }
-              const testing::HostPageTable table = testing::random_page_table(kv_lens, page_size, 3, rng);
+              const HostPageTable table = random_page_table(kv_lens, page_size, 3, rng);
               const TestCache c = make_cache(combined, layout, strided_cache, dtype, table.num_pages,
                                              page_size, num_heads, head_dim, rng);
               const Tokens tokens = tail_tokens(kv_lens, append_lens, rng);
               const std::int64_t nnz = std::int64_t(tokens.batch.size());
-              const testing::Padded key = make_input(nnz, num_heads, head_dim, dtype, strided_input, rng);
-              const testing::Padded value = make_input(nnz, num_heads, head_dim, dtype, strided_input, rng);
+              const Padded key = make_input(nnz, num_heads, head_dim, dtype, strided_input, rng);
+              const Padded value = make_input(nnz, num_heads, head_dim, dtype, strided_input, rng);
               check_append(c, table, tokens, key.view, value.view);
             }
           }
@@ -205,12 +182,12 @@ TEST(AppendPagedKVCache, LargeHeads) {
   Rng rng(99);
   const std::vector<std::int32_t> kv_lens{1000, 17, 0, 129, 64};
   const std::vector<std::int32_t> append_lens{1000, 1, 0, 65, 64};
-  const testing::HostPageTable table = testing::random_page_table(kv_lens, 16, 10, rng);
+  const HostPageTable table = random_page_table(kv_lens, 16, 10, rng);
   const TestCache c = make_cache(true, KVLayout::kHND, false, DType::kBF16, table.num_pages, 16, 8, 128, rng);
   const Tokens tokens = tail_tokens(kv_lens, append_lens, rng);
   const std::int64_t nnz = std::int64_t(tokens.batch.size());
   // K and V as views into one [nnz, 2, H, D] tensor (a fused QKV projection's output).
-  Tensor kv = testing::random_bytes({nnz, 2, 8, 128}, DType::kBF16, rng);
+  Tensor kv = random_bytes({nnz, 2, 8, 128}, DType::kBF16, rng);
   check_append(c, table, tokens, kv.view().select(1, 0), kv.view().select(1, 1));
 }
 
@@ -218,17 +195,17 @@ TEST(AppendPagedKVCache, SharedPrefixPage) {
   // Requests 0 and 1 share page 3 as their first (full) page and append past it.
   Rng rng(5);
   const std::int64_t page_size = 4;
-  testing::HostPageTable table;
+  HostPageTable table;
   table.page_size = page_size;
   table.num_pages = 6;
   table.kv_lens = {7, 6};
-  table.indptr = int32_tensor(std::vector<std::int32_t>{0, 2, 4});
-  table.indices = int32_tensor(std::vector<std::int32_t>{3, 0, 3, 5});
-  table.last_page_len = int32_tensor(std::vector<std::int32_t>{3, 2});
+  table.indptr = int32_tensor({0, 2, 4});
+  table.indices = int32_tensor({3, 0, 3, 5});
+  table.last_page_len = int32_tensor({3, 2});
   const TestCache c = make_cache(false, KVLayout::kNHD, true, DType::kF16, 6, page_size, 2, 8, rng);
   const Tokens tokens{{0, 1, 0, 1}, {5, 5, 6, 4}};
-  const testing::Padded key = make_input(4, 2, 8, DType::kF16, true, rng);
-  const testing::Padded value = make_input(4, 2, 8, DType::kF16, false, rng);
+  const Padded key = make_input(4, 2, 8, DType::kF16, true, rng);
+  const Padded value = make_input(4, 2, 8, DType::kF16, false, rng);
   check_append(c, table, tokens, key.view, value.view);
 }
 
@@ -236,12 +213,12 @@ TEST(AppendPagedKVCache, EmptyAppendsDoNothing) {
   Rng rng(3);
   // nnz == 0 over a non-empty table.
   const std::vector<std::int32_t> kv_lens{5, 0, 9};
-  const testing::HostPageTable table = testing::random_page_table(kv_lens, 5, 0, rng);
+  const HostPageTable table = random_page_table(kv_lens, 5, 0, rng);
   const TestCache c = make_cache(true, KVLayout::kNHD, false, DType::kF16, table.num_pages, 5, 2, 8, rng);
   check_append(c, table, Tokens{}, Tensor::empty({0, 2, 8}, DType::kF16),
                Tensor::empty({0, 2, 8}, DType::kF16));
   // batch_size == 0.
-  const testing::HostPageTable none = testing::random_page_table(std::vector<std::int32_t>{}, 5, 2, rng);
+  const HostPageTable none = random_page_table(std::vector<std::int32_t>{}, 5, 2, rng);
   const TestCache c0 = make_cache(false, KVLayout::kHND, false, DType::kBF16, 2, 5, 2, 8, rng);
   check_append(c0, none, Tokens{}, Tensor::empty({0, 2, 8}, DType::kBF16),
                Tensor::empty({0, 2, 8}, DType::kBF16));
@@ -252,13 +229,13 @@ struct AppendSetup {
   Tensor cache5 = Tensor::zeros({4, 2, 4, 2, 8}, DType::kF16);
   PagedKVCache cache = PagedKVCache::combined(cache5, KVLayout::kNHD);
   // Request 0: pages {2, 0}, kv_len 6; request 1: page {3}, kv_len 4; request 2 empty.
-  Tensor indptr = int32_tensor(std::vector<std::int32_t>{0, 2, 3, 3});
-  Tensor indices = int32_tensor(std::vector<std::int32_t>{2, 0, 3});
-  Tensor last = int32_tensor(std::vector<std::int32_t>{2, 4, 0});
+  Tensor indptr = int32_tensor({0, 2, 3, 3});
+  Tensor indices = int32_tensor({2, 0, 3});
+  Tensor last = int32_tensor({2, 4, 0});
   Tensor key = Tensor::zeros({3, 2, 8}, DType::kF16);
   Tensor value = Tensor::zeros({3, 2, 8}, DType::kF16);
-  Tensor batch = int32_tensor(std::vector<std::int32_t>{0, 0, 1});
-  Tensor pos = int32_tensor(std::vector<std::int32_t>{4, 5, 3});
+  Tensor batch = int32_tensor({0, 0, 1});
+  Tensor pos = int32_tensor({4, 5, 3});
 
   PageTable table() const { return {indptr, indices, last}; }
   void run() const { append_paged_kv_cache(key, value, batch, pos, cache, table()); }
@@ -268,139 +245,54 @@ TEST(AppendPagedKVCache, BaselineIsValid) {
   AppendSetup().run();
 }
 
+using Broken = BrokenInput<AppendSetup>;
+
 TEST(AppendPagedKVCache, IndexArrayErrors) {
-  {
-    AppendSetup s;
-    s.batch = Tensor::zeros({3}, DType::kI64);
-    expect_error([&] { s.run(); }, "batch_indices.dtype", "int32");
-  }
-  {
-    AppendSetup s;
-    s.pos = Tensor::zeros({3}, DType::kI64);
-    expect_error([&] { s.run(); }, "positions.dtype", "int32");
-  }
-  {
-    AppendSetup s;
-    s.indptr = Tensor::zeros({4}, DType::kI64);
-    expect_error([&] { s.run(); }, "kv_indptr.dtype", "int32");
-  }
-  {
-    AppendSetup s;
-    s.indices = Tensor::zeros({3}, DType::kI64);
-    expect_error([&] { s.run(); }, "kv_indices.dtype", "int32");
-  }
-  {
-    AppendSetup s;
-    s.last = Tensor::zeros({3}, DType::kI64);
-    expect_error([&] { s.run(); }, "kv_last_page_len.dtype", "int32");
-  }
-  {
-    AppendSetup s;
-    s.indptr = int32_tensor(std::vector<std::int32_t>{1, 2, 3, 3});
-    expect_error([&] { s.run(); }, "kv_indptr[0]");
-  }
-  {
-    AppendSetup s;
-    s.indptr = int32_tensor(std::vector<std::int32_t>{0, 2, 1, 3});
-    expect_error([&] { s.run(); }, "kv_indptr[2]");
-  }
-  {
-    AppendSetup s;
-    s.last = int32_tensor(std::vector<std::int32_t>{2, 4});
-    expect_error([&] { s.run(); }, "kv_last_page_len.shape[0]");
-  }
-  {
-    AppendSetup s;
-    s.indices = int32_tensor(std::vector<std::int32_t>{2, 0});
-    expect_error([&] { s.run(); }, "kv_indices.shape[0]");
-  }
-  {
-    AppendSetup s;
-    s.indices = int32_tensor(std::vector<std::int32_t>{2, 4, 3});
-    expect_error([&] { s.run(); }, "kv_indices[1]");
-  }
-  {
-    AppendSetup s;
-    s.last = int32_tensor(std::vector<std::int32_t>{0, 4, 0});
-    expect_error([&] { s.run(); }, "kv_last_page_len[0]");
-  }
-  {
-    AppendSetup s;
-    s.last = int32_tensor(std::vector<std::int32_t>{2, 5, 0});
-    expect_error([&] { s.run(); }, "kv_last_page_len[1]");
-  }
-  {
-    AppendSetup s;
-    s.last = int32_tensor(std::vector<std::int32_t>{2, 4, 1});
-    expect_error([&] { s.run(); }, "kv_last_page_len[2]");
-  }
+  expect_errors<AppendSetup>({
+      Broken{[](AppendSetup& s) { s.batch = Tensor::zeros({3}, DType::kI64); }, "batch_indices.dtype", "int32"},
+      Broken{[](AppendSetup& s) { s.pos = Tensor::zeros({3}, DType::kI64); }, "positions.dtype", "int32"},
+      Broken{[](AppendSetup& s) { s.indptr = Tensor::zeros({4}, DType::kI64); }, "kv_indptr.dtype", "int32"},
+      Broken{[](AppendSetup& s) { s.indices = Tensor::zeros({3}, DType::kI64); }, "kv_indices.dtype", "int32"},
+      Broken{[](AppendSetup& s) { s.last = Tensor::zeros({3}, DType::kI64); }, "kv_last_page_len.dtype", "int32"},
+      Broken{[](AppendSetup& s) { s.indptr = int32_tensor({1, 2, 3, 3}); }, "kv_indptr[0]"},
+      Broken{[](AppendSetup& s) { s.indptr = int32_tensor({0, 2, 1, 3}); }, "kv_indptr[2]"},
+      Broken{[](AppendSetup& s) { s.last = int32_tensor({2, 4}); }, "kv_last_page_len.shape[0]"},
+      Broken{[](AppendSetup& s) { s.indices = int32_tensor({2, 0}); }, "kv_indices.shape[0]"},
+      Broken{[](AppendSetup& s) { s.indices = int32_tensor({2, 4, 3}); }, "kv_indices[1]"},
+      Broken{[](AppendSetup& s) { s.last = int32_tensor({0, 4, 0}); }, "kv_last_page_len[0]"},
+      Broken{[](AppendSetup& s) { s.last = int32_tensor({2, 5, 0}); }, "kv_last_page_len[1]"},
+      Broken{[](AppendSetup& s) { s.last = int32_tensor({2, 4, 1}); }, "kv_last_page_len[2]"},
+  });
 }
 
 TEST(AppendPagedKVCache, TokenErrors) {
-  {
-    AppendSetup s;
-    s.batch = int32_tensor(std::vector<std::int32_t>{0, 0});
-    expect_error([&] { s.run(); }, "batch_indices.shape[0]");
-  }
-  {
-    AppendSetup s;
-    s.pos = int32_tensor(std::vector<std::int32_t>{4, 5, 3, 0});
-    expect_error([&] { s.run(); }, "positions.shape[0]");
-  }
-  {
-    AppendSetup s;
-    s.value = Tensor::zeros({2, 2, 8}, DType::kF16);
-    expect_error([&] { s.run(); }, "append_value.shape[0]");
-  }
-  {
-    AppendSetup s;  // request 0 holds 6 tokens
-    s.pos = int32_tensor(std::vector<std::int32_t>{4, 6, 3});
-    expect_error([&] { s.run(); }, "positions[1]", "kv_len");
-  }
-  {
-    AppendSetup s;
-    s.pos = int32_tensor(std::vector<std::int32_t>{4, 5, -1});
-    expect_error([&] { s.run(); }, "positions[2]");
-  }
-  {
-    AppendSetup s;  // request 2 is empty: no position is valid
-    s.batch = int32_tensor(std::vector<std::int32_t>{0, 0, 2});
-    s.pos = int32_tensor(std::vector<std::int32_t>{4, 5, 0});
-    expect_error([&] { s.run(); }, "positions[2]");
-  }
-  {
-    AppendSetup s;
-    s.batch = int32_tensor(std::vector<std::int32_t>{0, 3, 1});
-    expect_error([&] { s.run(); }, "batch_indices[1]");
-  }
-  {
-    AppendSetup s;
-    s.batch = int32_tensor(std::vector<std::int32_t>{-1, 0, 1});
-    expect_error([&] { s.run(); }, "batch_indices[0]");
-  }
+  expect_errors<AppendSetup>({
+      Broken{[](AppendSetup& s) { s.batch = int32_tensor({0, 0}); }, "batch_indices.shape[0]"},
+      Broken{[](AppendSetup& s) { s.pos = int32_tensor({4, 5, 3, 0}); }, "positions.shape[0]"},
+      Broken{[](AppendSetup& s) { s.value = Tensor::zeros({2, 2, 8}, DType::kF16); }, "append_value.shape[0]"},
+      // request 0 holds 6 tokens
+      Broken{[](AppendSetup& s) { s.pos = int32_tensor({4, 6, 3}); }, "positions[1]", "kv_len"},
+      Broken{[](AppendSetup& s) { s.pos = int32_tensor({4, 5, -1}); }, "positions[2]"},
+      // request 2 is empty: no position is valid
+      Broken{[](AppendSetup& s) {
+               s.batch = int32_tensor({0, 0, 2});
+               s.pos = int32_tensor({4, 5, 0});
+             },
+             "positions[2]"},
+      Broken{[](AppendSetup& s) { s.batch = int32_tensor({0, 3, 1}); }, "batch_indices[1]"},
+      Broken{[](AppendSetup& s) { s.batch = int32_tensor({-1, 0, 1}); }, "batch_indices[0]"},
+  });
 }
 
 TEST(AppendPagedKVCache, DataErrors) {
-  {
-    AppendSetup s;
-    s.key = Tensor::zeros({3, 3, 8}, DType::kF16);
-    expect_error([&] { s.run(); }, "append_key.shape[1]", "num_kv_heads");
-  }
-  {
-    AppendSetup s;
-    s.value = Tensor::zeros({3, 2, 16}, DType::kF16);
-    expect_error([&] { s.run(); }, "append_value.shape[2]", "head_dim");
-  }
-  {
-    AppendSetup s;
-    s.key = Tensor::zeros({3, 16}, DType::kF16);
-    expect_error([&] { s.run(); }, "append_key.shape");
-  }
-  {
-    AppendSetup s;
-    s.key = Tensor::zeros({3, 2, 8}, DType::kBF16);
-    expect_error([&] { s.run(); }, "append_key.dtype");
-  }
+  expect_errors<AppendSetup>({
+      Broken{[](AppendSetup& s) { s.key = Tensor::zeros({3, 3, 8}, DType::kF16); }, "append_key.shape[1]",
+             "num_kv_heads"},
+      Broken{[](AppendSetup& s) { s.value = Tensor::zeros({3, 2, 16}, DType::kF16); }, "append_value.shape[2]",
+             "head_dim"},
+      Broken{[](AppendSetup& s) { s.key = Tensor::zeros({3, 16}, DType::kF16); }, "append_key.shape"},
+      Broken{[](AppendSetup& s) { s.key = Tensor::zeros({3, 2, 8}, DType::kBF16); }, "append_key.dtype"},
+  });
   {
     AppendSetup s;  // every other element of a wider tensor
     Tensor wide = Tensor::zeros({3, 2, 16}, DType::kF16);
@@ -453,4 +345,4 @@ TEST(AppendPagedKVCache, CudaTensorsWithoutCudaBackend) {
 }
 
 }  // namespace
-}  // namespace kvinfer
+}  // namespace kvinfer::testing

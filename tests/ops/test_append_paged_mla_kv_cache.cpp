@@ -11,23 +11,10 @@
 #include "kvinfer/ops/page.hpp"
 #include "testing/expect_error.hpp"
 #include "testing/random.hpp"
+#include "testing/storage_copy.hpp"
 
-namespace kvinfer {
+namespace kvinfer::testing {
 namespace {
-
-using testing::expect_error;
-using testing::int32_tensor;
-using testing::Rng;
-
-char* at(const TensorView& t) {
-  return static_cast<char*>(t.data());
-}
-
-Tensor clone(const Tensor& t) {
-  Tensor c = Tensor::empty(t.view().shape(), t.dtype());
-  std::memcpy(c.data(), t.data(), t.nbytes());
-  return c;
-}
 
 struct Case {
   bool combined;
@@ -40,7 +27,7 @@ void run_case(const Case& cs, std::uint64_t seed) {
   const std::vector<std::int32_t> kv_lens{3 * std::int32_t(cs.page_size) + 1, 0, 2,
                                           std::int32_t(cs.page_size)};
   const std::vector<std::int32_t> append_lens{std::int32_t(cs.page_size) + 1, 0, 2, 1};
-  const testing::HostPageTable table = testing::random_page_table(kv_lens, cs.page_size, 2, rng);
+  const HostPageTable table = random_page_table(kv_lens, cs.page_size, 2, rng);
   const std::int64_t width = cs.head_dim_ckv + cs.head_dim_kpe;
 
   // Storage: one [P, page, ckv + kpe] tensor, or two tensors padded differently.
@@ -50,19 +37,19 @@ void run_case(const Case& cs, std::uint64_t seed) {
     storage.push_back(Tensor::empty({table.num_pages, cs.page_size, width}, cs.dtype));
     cache = MLACache::combined(storage[0], cs.head_dim_ckv);
   } else {
-    testing::Padded ckv =
-        testing::padded({table.num_pages, cs.page_size, cs.head_dim_ckv}, cs.dtype, {1, 2, 16});
+    Padded ckv =
+        padded({table.num_pages, cs.page_size, cs.head_dim_ckv}, cs.dtype, {1, 2, 16});
     cache.ckv = ckv.view;
     storage.push_back(std::move(ckv.storage));
     if (cs.head_dim_kpe > 0) {
-      testing::Padded kpe =
-          testing::padded({table.num_pages, cs.page_size, cs.head_dim_kpe}, cs.dtype, {0, 1, 0});
+      Padded kpe =
+          padded({table.num_pages, cs.page_size, cs.head_dim_kpe}, cs.dtype, {0, 1, 0});
       cache.kpe = kpe.view;
       storage.push_back(std::move(kpe.storage));
     }
     cache = MLACache::pair(cache.ckv, cache.kpe);
   }
-  for (const Tensor& s : storage) testing::fill_random_bytes(s, rng);
+  for (const Tensor& s : storage) fill_random_bytes(s, rng);
 
   // Tokens, shuffled; inputs are views of one [nnz, ckv + kpe + 8] tensor (strided rows).
   std::vector<std::pair<std::int32_t, std::int32_t>> tokens;
@@ -72,7 +59,7 @@ void run_case(const Case& cs, std::uint64_t seed) {
   }
   std::shuffle(tokens.begin(), tokens.end(), rng);
   const std::int64_t nnz = std::int64_t(tokens.size());
-  Tensor input = testing::random_bytes({nnz, width + 8}, cs.dtype, rng);
+  Tensor input = random_bytes({nnz, width + 8}, cs.dtype, rng);
   const TensorView ckv_in = input.view().slice(1, 0, cs.head_dim_ckv);
   const TensorView kpe_in =
       cs.head_dim_kpe > 0 ? input.view().slice(1, cs.head_dim_ckv, width) : TensorView();
@@ -81,8 +68,7 @@ void run_case(const Case& cs, std::uint64_t seed) {
   std::vector<Tensor> expected;
   for (const Tensor& s : storage) expected.push_back(clone(s));
   const auto moved = [&](const TensorView& v, std::size_t buffer) {
-    return TensorView(at(expected[buffer]) + (at(v) - at(storage[buffer])), v.dtype(), v.shape(),
-                      v.strides());
+    return rebase(v, storage[buffer], expected[buffer]);
   };
   const std::size_t es = dtype_size(cs.dtype);
   const auto* indptr = table.indptr.data_as<std::int32_t>();
@@ -103,7 +89,7 @@ void run_case(const Case& cs, std::uint64_t seed) {
   for (auto [b, p] : tokens) batch.push_back(b), pos.push_back(p);
   append_paged_mla_kv_cache(ckv_in, kpe_in, int32_tensor(batch), int32_tensor(pos), cache, table.view());
   for (std::size_t i = 0; i < storage.size(); ++i) {
-    EXPECT_EQ(std::memcmp(storage[i].data(), expected[i].data(), storage[i].nbytes()), 0) << "storage " << i;
+    EXPECT_TRUE(same_bytes(storage[i], expected[i])) << "storage " << i;
   }
 }
 
@@ -126,36 +112,23 @@ TEST(AppendPagedMLAKVCache, MatchesDefinition) {
 struct AppendSetup {
   Tensor storage = Tensor::zeros({3, 4, 576}, DType::kBF16);
   MLACache cache = MLACache::combined(storage);
-  Tensor indptr = int32_tensor(std::vector<std::int32_t>{0, 2, 2});
-  Tensor indices = int32_tensor(std::vector<std::int32_t>{1, 2});
-  Tensor last = int32_tensor(std::vector<std::int32_t>{3, 0});
+  Tensor indptr = int32_tensor({0, 2, 2});
+  Tensor indices = int32_tensor({1, 2});
+  Tensor last = int32_tensor({3, 0});
   Tensor ckv = Tensor::zeros({2, 512}, DType::kBF16);
   Tensor kpe = Tensor::zeros({2, 64}, DType::kBF16);
-  Tensor batch = int32_tensor(std::vector<std::int32_t>{0, 0});
-  Tensor pos = int32_tensor(std::vector<std::int32_t>{5, 6});
+  Tensor batch = int32_tensor({0, 0});
+  Tensor pos = int32_tensor({5, 6});
   void run(const TensorView& kpe_arg) const {
     append_paged_mla_kv_cache(ckv, kpe_arg, batch, pos, cache, {indptr, indices, last});
   }
   void run() const { run(kpe); }
 };
 
+using Broken = BrokenInput<AppendSetup>;
+
 TEST(AppendPagedMLAKVCache, Errors) {
   AppendSetup().run();
-  {
-    AppendSetup s;
-    s.ckv = Tensor::zeros({2, 256}, DType::kBF16);
-    expect_error([&] { s.run(); }, "append_ckv.shape[1]", "head_dim_ckv");
-  }
-  {
-    AppendSetup s;
-    s.kpe = Tensor::zeros({2, 32}, DType::kBF16);
-    expect_error([&] { s.run(); }, "append_kpe.shape[1]", "head_dim_kpe");
-  }
-  {
-    AppendSetup s;
-    s.kpe = Tensor::zeros({3, 64}, DType::kBF16);
-    expect_error([&] { s.run(); }, "append_kpe.shape[0]");
-  }
   {
     AppendSetup s;
     expect_error([&] { s.run(TensorView()); }, "append_kpe");
@@ -167,37 +140,20 @@ TEST(AppendPagedMLAKVCache, Errors) {
     s.run(TensorView());
     expect_error([&] { s.run(); }, "append_kpe");
   }
-  {
-    AppendSetup s;
-    s.ckv = Tensor::zeros({2, 512}, DType::kF16);
-    expect_error([&] { s.run(); }, "append_ckv.dtype");
-  }
-  {
-    AppendSetup s;
-    s.pos = int32_tensor(std::vector<std::int32_t>{5, 7});
-    expect_error([&] { s.run(); }, "positions[1]");
-  }
-  {
-    AppendSetup s;
-    s.batch = int32_tensor(std::vector<std::int32_t>{0, 2});
-    expect_error([&] { s.run(); }, "batch_indices[1]");
-  }
-  {
-    AppendSetup s;
-    s.batch = Tensor::zeros({2}, DType::kI64);
-    expect_error([&] { s.run(); }, "batch_indices.dtype", "int32");
-  }
-  {
-    AppendSetup s;
-    s.indices = int32_tensor(std::vector<std::int32_t>{1, 3});
-    expect_error([&] { s.run(); }, "kv_indices[1]");
-  }
-  {
-    AppendSetup s;
-    s.last = int32_tensor(std::vector<std::int32_t>{5, 0});
-    expect_error([&] { s.run(); }, "kv_last_page_len[0]");
-  }
+  expect_errors<AppendSetup>({
+      Broken{[](AppendSetup& s) { s.ckv = Tensor::zeros({2, 256}, DType::kBF16); }, "append_ckv.shape[1]",
+             "head_dim_ckv"},
+      Broken{[](AppendSetup& s) { s.kpe = Tensor::zeros({2, 32}, DType::kBF16); }, "append_kpe.shape[1]",
+             "head_dim_kpe"},
+      Broken{[](AppendSetup& s) { s.kpe = Tensor::zeros({3, 64}, DType::kBF16); }, "append_kpe.shape[0]"},
+      Broken{[](AppendSetup& s) { s.ckv = Tensor::zeros({2, 512}, DType::kF16); }, "append_ckv.dtype"},
+      Broken{[](AppendSetup& s) { s.pos = int32_tensor({5, 7}); }, "positions[1]"},
+      Broken{[](AppendSetup& s) { s.batch = int32_tensor({0, 2}); }, "batch_indices[1]"},
+      Broken{[](AppendSetup& s) { s.batch = Tensor::zeros({2}, DType::kI64); }, "batch_indices.dtype", "int32"},
+      Broken{[](AppendSetup& s) { s.indices = int32_tensor({1, 3}); }, "kv_indices[1]"},
+      Broken{[](AppendSetup& s) { s.last = int32_tensor({5, 0}); }, "kv_last_page_len[0]"},
+  });
 }
 
 }  // namespace
-}  // namespace kvinfer
+}  // namespace kvinfer::testing

@@ -86,9 +86,31 @@ double unit_roundoff(DType t) {
 
 // ---------------------------------------------------------------- random states
 
+// An attention state: values v [n, heads, dim] and their LSEs s [n, heads] (float32).
+struct State {
+  Tensor v, s;
+};
+
 struct RandomStates {
   std::mt19937 rng;
   explicit RandomStates(unsigned seed) : rng(seed) {}
+
+  // Two random states (fill_values, then fill_lse), `empty_fraction` of their rows
+  // empty; with `poison`, NaN values in the empty ones (poison_empty).
+  std::pair<State, State> two(std::int64_t n, std::int64_t heads, std::int64_t dim, DType dtype,
+                              double empty_fraction, bool poison = false) {
+    State a{Tensor::empty({n, heads, dim}, dtype), Tensor::empty({n, heads}, DType::kF32)};
+    State b{Tensor::empty({n, heads, dim}, dtype), Tensor::empty({n, heads}, DType::kF32)};
+    fill_values(a.v);
+    fill_values(b.v);
+    fill_lse(a.s, empty_fraction);
+    fill_lse(b.s, empty_fraction);
+    if (poison) {
+      poison_empty(a.v, a.s);
+      poison_empty(b.v, b.s);
+    }
+    return {std::move(a), std::move(b)};
+  }
 
   // Values ~ N(0, 1), rounded to `dtype`.
   void fill_values(const TensorView& v) {
@@ -185,16 +207,8 @@ TEST(MergeState, RandomStatesMatchOracle) {
   RandomStates gen(1);
   for (DType dtype : kDtypes) {
     for (const Dims& d : kDims) {
-      Tensor va = Tensor::empty({d.n, d.heads, d.head_dim}, dtype);
-      Tensor vb = Tensor::empty({d.n, d.heads, d.head_dim}, dtype);
-      Tensor sa = Tensor::empty({d.n, d.heads}, DType::kF32);
-      Tensor sb = Tensor::empty({d.n, d.heads}, DType::kF32);
-      gen.fill_values(va);
-      gen.fill_values(vb);
-      gen.fill_lse(sa, 0.15);
-      gen.fill_lse(sb, 0.15);
-      RandomStates::poison_empty(va, sa);
-      RandomStates::poison_empty(vb, sb);
+      auto [a, b] = gen.two(d.n, d.heads, d.head_dim, dtype, 0.15, true);
+      const Tensor &va = a.v, &sa = a.s, &vb = b.v, &sb = b.s;
       Tensor vo = Tensor::empty({d.n, d.heads, d.head_dim}, dtype);
       Tensor so = Tensor::empty({d.n, d.heads}, DType::kF32);
       fill_bytes(vo, 0xFF);  // poison: every output must be written
@@ -213,12 +227,8 @@ TEST(MergeState, OneEmptyStateGivesTheOtherExactly) {
   RandomStates gen(2);
   for (DType dtype : {DType::kF16, DType::kBF16}) {
     const std::int64_t n = 4, heads = 2, dim = 64;
-    Tensor va = Tensor::empty({n, heads, dim}, dtype), vb = Tensor::empty({n, heads, dim}, dtype);
-    Tensor sa = Tensor::empty({n, heads}, DType::kF32), sb = Tensor::empty({n, heads}, DType::kF32);
-    gen.fill_values(va);
-    gen.fill_values(vb);
-    gen.fill_lse(sa, 0.0);
-    gen.fill_lse(sb, 0.0);
+    auto [state_a, state_b] = gen.two(n, heads, dim, dtype, 0.0);
+    Tensor &va = state_a.v, &sa = state_a.s, &vb = state_b.v, &sb = state_b.s;
     // Rows 0, 1: a is empty; rows 2, 3: b is empty.
     for (std::int64_t i = 0; i < n; ++i)
       for (std::int64_t h = 0; h < heads; ++h)
@@ -294,12 +304,8 @@ TEST(MergeStateInPlace, MaskedRowsAreSkipped) {
   for (DType dtype : kDtypes) {
     for (DType mask_dtype : {DType::kBool, DType::kU8}) {
       const std::int64_t n = 200, heads = 3, dim = 128;
-      Tensor v = Tensor::empty({n, heads, dim}, dtype), s = Tensor::empty({n, heads}, DType::kF32);
-      Tensor vo = Tensor::empty({n, heads, dim}, dtype), so = Tensor::empty({n, heads}, DType::kF32);
-      gen.fill_values(v);
-      gen.fill_values(vo);
-      gen.fill_lse(s, 0.1);
-      gen.fill_lse(so, 0.1);
+      auto [mine, other] = gen.two(n, heads, dim, dtype, 0.1);
+      Tensor &v = mine.v, &s = mine.s, &vo = other.v, &so = other.s;
       Tensor mask = Tensor::empty({n}, mask_dtype);
       std::bernoulli_distribution keep(0.6);
       for (std::int64_t i = 0; i < n; ++i) mask.data_as<std::uint8_t>()[i] = keep(gen.rng) ? 1 : 0;
@@ -338,12 +344,8 @@ TEST(MergeStateInPlace, MaskedRowsAreSkipped) {
 TEST(MergeStateInPlace, WithoutMaskMergesEveryRow) {
   RandomStates gen(5);
   const std::int64_t n = 64, heads = 8, dim = 64;
-  Tensor v = Tensor::empty({n, heads, dim}, DType::kF16), s = Tensor::empty({n, heads}, DType::kF32);
-  Tensor vo = Tensor::empty({n, heads, dim}, DType::kF16), so = Tensor::empty({n, heads}, DType::kF32);
-  gen.fill_values(v);
-  gen.fill_values(vo);
-  gen.fill_lse(s, 0.2);
-  gen.fill_lse(so, 0.2);
+  auto [mine, other] = gen.two(n, heads, dim, DType::kF16, 0.2);
+  Tensor &v = mine.v, &s = mine.s, &vo = other.v, &so = other.s;
   const std::vector<oracle::AttentionResult> states = {{to_doubles(v), to_doubles(s)},
                                                        {to_doubles(vo), to_doubles(so)}};
   merge_state_in_place(v, s, vo, so);

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // Asserts that a call throws kvinfer::Error naming a given argument, in both
-// e.argument() and the message.
+// e.argument() and the message; and the same for a table of broken inputs.
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -24,6 +26,26 @@ void expect_error(F&& call, std::string_view argument, std::string_view also_in_
     if (!also_in_message.empty()) {
       EXPECT_NE(std::string(e.what()).find(also_in_message), std::string::npos) << e.what();
     }
+  }
+}
+
+// One input broken in a valid set-up: `edit` breaks it, after which the set-up's
+// run() must throw kvinfer::Error naming `argument` (and `also_in_message`).
+template <class Setup>
+struct BrokenInput {
+  std::function<void(Setup&)> edit;
+  std::string_view argument;
+  std::string_view also_in_message = {};
+};
+
+// Each case on a fresh Setup (a struct whose members are a valid call's arguments).
+template <class Setup>
+void expect_errors(std::initializer_list<BrokenInput<Setup>> cases) {
+  for (const BrokenInput<Setup>& c : cases) {
+    SCOPED_TRACE(c.argument);
+    Setup s;
+    c.edit(s);
+    expect_error([&] { s.run(); }, c.argument, c.also_in_message);
   }
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <random>
 #include <span>
 #include <vector>
@@ -27,6 +28,9 @@ Tensor random_bools(std::int64_t n, Rng& rng, double p_true = 0.5);
 
 // An int32 host tensor [values.size()].
 Tensor int32_tensor(std::span<const std::int32_t> values);
+inline Tensor int32_tensor(std::initializer_list<std::int32_t> values) {
+  return int32_tensor(std::span<const std::int32_t>(values.begin(), values.size()));
+}
 // bf16 values drawn from N(0, scale^2), on the host.
 Tensor random_bf16(Shape shape, Rng& rng, float scale = 1.0f);
 std::vector<std::int32_t> to_vector_i32(const TensorView& t);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "cpu/avx2/simd.hpp"
 #include "cpu/kernels.hpp"
@@ -16,6 +17,26 @@ namespace kvinfer::cpu::avx2 {
 namespace {
 
 constexpr int kRowTile = 4;
+
+// A block's rows as register tiles: f(std::integral_constant<int, R>{}, i, pf) for the
+// tile of R rows from row i, kRowTile rows each and the 1-3 left over as one tile.
+// The prefetches (pf, null for none) go with the first tile only.
+template <class F>
+inline void for_row_tiles(std::int64_t rows, const PrefetchRows& prefetch, F&& f) {
+  const PrefetchRows* pf = prefetch.count > 0 ? &prefetch : nullptr;
+  std::int64_t i = 0;
+  for (; i + kRowTile <= rows; i += kRowTile, pf = nullptr) f(std::integral_constant<int, kRowTile>{}, i, pf);
+  switch (rows - i) {
+    case 3:
+      return f(std::integral_constant<int, 3>{}, i, pf);
+    case 2:
+      return f(std::integral_constant<int, 2>{}, i, pf);
+    case 1:
+      return f(std::integral_constant<int, 1>{}, i, pf);
+    default:
+      return;
+  }
+}
 
 // s[r, c] = the horizontal sum of acc[r][c].
 template <int R, int C>
@@ -40,61 +61,43 @@ inline void store_sums(__m256 (&acc)[R][C], float* s, std::int64_t lds) {
 }
 
 // s[r, c] = q[r] . k_rows[c] for R rows and C keys; each 8-element slice of a key row
-// is widened once for the R rows.
-template <DType T, int R, int C>
+// is widened once for the R rows. kSplit (bf16 keys only): q is split into even and
+// odd elements per 16 (see load16_bf16_split), so that 16 key elements cost one load,
+// a shift and an AND.
+template <DType T, int R, int C, bool kSplit>
 inline void score_tile(const float* q, std::int64_t ldq, const void* const* k_rows, std::int64_t dim,
                        float* s, std::int64_t lds) {
-  constexpr std::int64_t kSize = T == DType::kF32 ? 4 : (T == DType::kF16 || T == DType::kBF16) ? 2 : 1;
+  constexpr std::int64_t kSize = dtype_size(T);
   const char* k[C];
   for (int c = 0; c < C; ++c) k[c] = static_cast<const char*>(k_rows[c]);
   __m256 acc[R][C];
   for (int r = 0; r < R; ++r)
     for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
-  for (std::int64_t d = 0; d < dim; d += 8) {
-    __m256 kv[C];
-    for (int c = 0; c < C; ++c) kv[c] = load8(k[c] + d * kSize, T);
-    for (int r = 0; r < R; ++r) {
-      __m256 qv = _mm256_loadu_ps(q + r * ldq + d);
-      // Keep q in a register: folded into each FMA it would be loaded C times, and the
-      // two load ports, not the FMAs, would set the pace.
-      if constexpr (C > 1) __asm__("" : "+x"(qv));
-      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(qv, kv[c], acc[r][c]);
-    }
-  }
-  store_sums<R, C>(acc, s, lds);
-}
-
-// score_tile for bf16 keys with q split into even and odd elements per 16 (qs, see
-// load16_bf16_split): 16 key elements cost one load, a shift and an AND.
-template <int R, int C>
-inline void score_tile_bf16(const float* qs, std::int64_t ldq, const void* const* k_rows, std::int64_t dim,
-                            float* s, std::int64_t lds) {
-  const char* k[C];
-  for (int c = 0; c < C; ++c) k[c] = static_cast<const char*>(k_rows[c]);
-  __m256 acc[R][C];
-  for (int r = 0; r < R; ++r)
-    for (int c = 0; c < C; ++c) acc[r][c] = _mm256_setzero_ps();
-  for (std::int64_t d = 0; d < dim; d += 16) {
-    __m256 ke[C], ko[C];
-    for (int c = 0; c < C; ++c) load16_bf16_split(k[c] + d * 2, ke[c], ko[c]);
-    for (int r = 0; r < R; ++r) {
-      __m256 qe = _mm256_loadu_ps(qs + r * ldq + d), qo = _mm256_loadu_ps(qs + r * ldq + d + 8);
-      if constexpr (C > 1) __asm__("" : "+x"(qe), "+x"(qo));
-      for (int c = 0; c < C; ++c)
-        acc[r][c] = _mm256_fmadd_ps(qo, ko[c], _mm256_fmadd_ps(qe, ke[c], acc[r][c]));
-    }
-  }
-  store_sums<R, C>(acc, s, lds);
-}
-
-template <DType T, int R, int C, bool kSplit>
-inline void score_tile_any(const float* q, std::int64_t ldq, const void* const* k_rows, std::int64_t dim,
-                           float* s, std::int64_t lds) {
   if constexpr (T == DType::kBF16 && kSplit) {
-    score_tile_bf16<R, C>(q, ldq, k_rows, dim, s, lds);
+    for (std::int64_t d = 0; d < dim; d += 16) {
+      __m256 ke[C], ko[C];
+      for (int c = 0; c < C; ++c) load16_bf16_split(k[c] + d * kSize, ke[c], ko[c]);
+      for (int r = 0; r < R; ++r) {
+        __m256 qe = _mm256_loadu_ps(q + r * ldq + d), qo = _mm256_loadu_ps(q + r * ldq + d + 8);
+        if constexpr (C > 1) __asm__("" : "+x"(qe), "+x"(qo));
+        for (int c = 0; c < C; ++c)
+          acc[r][c] = _mm256_fmadd_ps(qo, ko[c], _mm256_fmadd_ps(qe, ke[c], acc[r][c]));
+      }
+    }
   } else {
-    score_tile<T, R, C>(q, ldq, k_rows, dim, s, lds);
+    for (std::int64_t d = 0; d < dim; d += 8) {
+      __m256 kv[C];
+      for (int c = 0; c < C; ++c) kv[c] = load8(k[c] + d * kSize, T);
+      for (int r = 0; r < R; ++r) {
+        __m256 qv = _mm256_loadu_ps(q + r * ldq + d);
+        // Keep q in a register: folded into each FMA it would be loaded C times, and
+        // the two load ports, not the FMAs, would set the pace.
+        if constexpr (C > 1) __asm__("" : "+x"(qv));
+        for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(qv, kv[c], acc[r][c]);
+      }
+    }
   }
+  store_sums<R, C>(acc, s, lds);
 }
 
 // The prefetches go with the first row tile's keys, spread evenly over them.
@@ -104,11 +107,11 @@ inline void score_rows(const float* q, std::int64_t ldq, const void* const* k_ro
   std::int64_t j = 0;
   for (; j + 2 <= keys; j += 2) {
     if (prefetch) prefetch_rows(*prefetch, prefetch->count * j / keys, prefetch->count * (j + 2) / keys);
-    score_tile_any<T, R, 2, kSplit>(q, ldq, k_rows + j, dim, s + j, lds);
+    score_tile<T, R, 2, kSplit>(q, ldq, k_rows + j, dim, s + j, lds);
   }
   if (j < keys) {
     if (prefetch) prefetch_rows(*prefetch, prefetch->count * j / keys, prefetch->count);
-    score_tile_any<T, R, 1, kSplit>(q, ldq, k_rows + j, dim, s + j, lds);
+    score_tile<T, R, 1, kSplit>(q, ldq, k_rows + j, dim, s + j, lds);
   }
 }
 
@@ -116,14 +119,11 @@ template <DType T>
 void scores_as(const float* q, std::int64_t ldq, std::int64_t rows, const void* const* k_rows,
                std::int64_t keys, std::int64_t dim, float* s, std::int64_t lds,
                const PrefetchRows& prefetch) {
-  const PrefetchRows* pf = prefetch.count > 0 ? &prefetch : nullptr;
   // bf16 keys: q split into even and odd elements per 16, as the keys will be (on the
   // stack: decode has at most a few rows; many rows take the generic path).
   constexpr std::int64_t kSplitFloats = 8 * 512;
   alignas(32) float split[kSplitFloats];
-  bool split_q = false;
-  if constexpr (T == DType::kBF16) split_q = rows * dim <= kSplitFloats;
-  if (split_q) {
+  if (T == DType::kBF16 && rows * dim <= kSplitFloats) {
     for (std::int64_t r = 0; r < rows; ++r) {
       for (std::int64_t d = 0; d < dim; d += 16) {
         __m256 even, odd;
@@ -132,44 +132,14 @@ void scores_as(const float* q, std::int64_t ldq, std::int64_t rows, const void* 
         _mm256_store_ps(split + r * dim + d + 8, odd);
       }
     }
-    q = split;
-    ldq = dim;
-    std::int64_t i = 0;
-    for (; i + kRowTile <= rows; i += kRowTile, pf = nullptr) {
-      score_rows<T, 4, true>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf);
-    }
-    switch (rows - i) {
-      case 3:
-        score_rows<T, 3, true>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf);
-        break;
-      case 2:
-        score_rows<T, 2, true>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf);
-        break;
-      case 1:
-        score_rows<T, 1, true>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf);
-        break;
-      default:
-        break;
-    }
+    for_row_tiles(rows, prefetch, [&](auto tile, std::int64_t i, const PrefetchRows* pf) {
+      score_rows<T, decltype(tile)::value, true>(split + i * dim, dim, k_rows, keys, dim, s + i * lds, lds, pf);
+    });
     return;
   }
-  std::int64_t i = 0;
-  for (; i + kRowTile <= rows; i += kRowTile, pf = nullptr) {
-    score_rows<T, 4, false>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf);
-  }
-  switch (rows - i) {
-    case 3:
-      score_rows<T, 3, false>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf);
-      break;
-    case 2:
-      score_rows<T, 2, false>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf);
-      break;
-    case 1:
-      score_rows<T, 1, false>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf);
-      break;
-    default:
-      break;
-  }
+  for_row_tiles(rows, prefetch, [&](auto tile, std::int64_t i, const PrefetchRows* pf) {
+    score_rows<T, decltype(tile)::value, false>(q + i * ldq, ldq, k_rows, keys, dim, s + i * lds, lds, pf);
+  });
 }
 
 // Bit j of the result: some row r < R has weight w[r, j] == 0 (keys j < 32 of
@@ -202,74 +172,44 @@ inline void add_weighted(__m256 (&a)[R][2], const float* w, std::int64_t ldw, st
 
 // acc[r] = acc[r] * rescale[r] + sum_j w[r, j] v_rows[j] for R rows, 16 dims at a time
 // (keys <= 32); each 8-element slice of a value row is widened once for the R rows.
+// bf16 values: the accumulators are split into even and odd elements on loading and
+// merged back on storing, so that 16 value elements cost one load, a shift and an AND.
 template <DType T, int R>
 inline void accumulate_rows(const float* w, std::int64_t ldw, const void* const* v_rows, std::int64_t keys,
                             std::int64_t dim, float* acc, std::int64_t lda, const float* rescale,
                             const PrefetchRows* prefetch) {
-  constexpr std::int64_t kSize = T == DType::kF32 ? 4 : (T == DType::kF16 || T == DType::kBF16) ? 2 : 1;
+  constexpr std::int64_t kSize = dtype_size(T);
+  constexpr bool kSplit = T == DType::kBF16;
   const std::uint32_t zero = zero_weight_keys<R>(w, ldw, keys);
   for (std::int64_t d = 0; d < dim; d += 16) {
     if (prefetch) prefetch_rows(*prefetch, prefetch->count * d / dim, prefetch->count * (d + 16) / dim);
     __m256 a[R][2];
     for (int r = 0; r < R; ++r) {
       const __m256 sc = _mm256_set1_ps(rescale ? rescale[r] : 1.0f);
-      a[r][0] = _mm256_mul_ps(_mm256_loadu_ps(acc + r * lda + d), sc);
-      a[r][1] = _mm256_mul_ps(_mm256_loadu_ps(acc + r * lda + d + 8), sc);
+      const __m256 lo = _mm256_mul_ps(_mm256_loadu_ps(acc + r * lda + d), sc);
+      const __m256 hi = _mm256_mul_ps(_mm256_loadu_ps(acc + r * lda + d + 8), sc);
+      if constexpr (kSplit) {
+        split_even_odd(lo, hi, a[r][0], a[r][1]);
+      } else {
+        a[r][0] = lo, a[r][1] = hi;
+      }
     }
     for (std::int64_t j = 0; j < keys; ++j) {
       const char* v = static_cast<const char*>(v_rows[j]) + d * kSize;
-      add_weighted<R>(a, w, ldw, j, (zero >> j) & 1u, load8(v, T), load8(v + 8 * kSize, T));
+      __m256 v0, v1;
+      if constexpr (kSplit) {
+        load16_bf16_split(v, v0, v1);
+      } else {
+        v0 = load8(v, T), v1 = load8(v + 8 * kSize, T);
+      }
+      add_weighted<R>(a, w, ldw, j, (zero >> j) & 1u, v0, v1);
     }
     for (int r = 0; r < R; ++r) {
-      _mm256_storeu_ps(acc + r * lda + d, a[r][0]);
-      _mm256_storeu_ps(acc + r * lda + d + 8, a[r][1]);
-    }
-  }
-}
-
-template <DType T, int R>
-inline void accumulate_rows_any(const float* w, std::int64_t ldw, const void* const* v_rows,
-                                std::int64_t keys, std::int64_t dim, float* acc, std::int64_t lda,
-                                const float* rescale, const PrefetchRows* prefetch);
-
-// accumulate_rows for bf16 values: the accumulators are split into even and odd
-// elements on loading and merged back on storing, so that 16 value elements cost one
-// load, a shift and an AND.
-template <int R>
-inline void accumulate_rows_bf16(const float* w, std::int64_t ldw, const void* const* v_rows,
-                                 std::int64_t keys, std::int64_t dim, float* acc, std::int64_t lda,
-                                 const float* rescale, const PrefetchRows* prefetch) {
-  const std::uint32_t zero = zero_weight_keys<R>(w, ldw, keys);
-  for (std::int64_t d = 0; d < dim; d += 16) {
-    if (prefetch) prefetch_rows(*prefetch, prefetch->count * d / dim, prefetch->count * (d + 16) / dim);
-    __m256 a[R][2];
-    for (int r = 0; r < R; ++r) {
-      const __m256 sc = _mm256_set1_ps(rescale ? rescale[r] : 1.0f);
-      split_even_odd(_mm256_mul_ps(_mm256_loadu_ps(acc + r * lda + d), sc),
-                     _mm256_mul_ps(_mm256_loadu_ps(acc + r * lda + d + 8), sc), a[r][0], a[r][1]);
-    }
-    for (std::int64_t j = 0; j < keys; ++j) {
-      __m256 ve, vo;
-      load16_bf16_split(static_cast<const char*>(v_rows[j]) + d * 2, ve, vo);
-      add_weighted<R>(a, w, ldw, j, (zero >> j) & 1u, ve, vo);
-    }
-    for (int r = 0; r < R; ++r) {
-      __m256 lo, hi;
-      merge_even_odd(a[r][0], a[r][1], lo, hi);
+      __m256 lo = a[r][0], hi = a[r][1];
+      if constexpr (kSplit) merge_even_odd(a[r][0], a[r][1], lo, hi);
       _mm256_storeu_ps(acc + r * lda + d, lo);
       _mm256_storeu_ps(acc + r * lda + d + 8, hi);
     }
-  }
-}
-
-template <DType T, int R>
-inline void accumulate_rows_any(const float* w, std::int64_t ldw, const void* const* v_rows,
-                                std::int64_t keys, std::int64_t dim, float* acc, std::int64_t lda,
-                                const float* rescale, const PrefetchRows* prefetch) {
-  if constexpr (T == DType::kBF16) {
-    accumulate_rows_bf16<R>(w, ldw, v_rows, keys, dim, acc, lda, rescale, prefetch);
-  } else {
-    accumulate_rows<T, R>(w, ldw, v_rows, keys, dim, acc, lda, rescale, prefetch);
   }
 }
 
@@ -278,25 +218,10 @@ template <DType T>
 void accumulate_run(const float* w, std::int64_t ldw, std::int64_t rows, const void* const* v_rows,
                     std::int64_t keys, std::int64_t dim, float* acc, std::int64_t lda, const float* rescale,
                     const PrefetchRows& prefetch) {
-  const PrefetchRows* pf = prefetch.count > 0 ? &prefetch : nullptr;
-  const auto at = [rescale](std::int64_t i) { return rescale ? rescale + i : nullptr; };
-  std::int64_t i = 0;
-  for (; i + kRowTile <= rows; i += kRowTile, pf = nullptr) {
-    accumulate_rows_any<T, 4>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, at(i), pf);
-  }
-  switch (rows - i) {
-    case 3:
-      accumulate_rows_any<T, 3>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, at(i), pf);
-      break;
-    case 2:
-      accumulate_rows_any<T, 2>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, at(i), pf);
-      break;
-    case 1:
-      accumulate_rows_any<T, 1>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda, at(i), pf);
-      break;
-    default:
-      break;
-  }
+  for_row_tiles(rows, prefetch, [&](auto tile, std::int64_t i, const PrefetchRows* pf) {
+    accumulate_rows<T, decltype(tile)::value>(w + i * ldw, ldw, v_rows, keys, dim, acc + i * lda, lda,
+                                              rescale ? rescale + i : nullptr, pf);
+  });
 }
 
 // Keys in runs of 32 (the width of the zero-weight bits; the attention kernels pass
@@ -317,18 +242,9 @@ void accumulate_as(const float* w, std::int64_t ldw, std::int64_t rows, const vo
 void block_scores(const float* q, std::int64_t ldq, std::int64_t rows, const void* const* k_rows,
                   DType k_dtype, std::int64_t keys, std::int64_t dim, float* s, std::int64_t lds,
                   const PrefetchRows& prefetch) {
-  switch (k_dtype) {
-    case DType::kF16:
-      return scores_as<DType::kF16>(q, ldq, rows, k_rows, keys, dim, s, lds, prefetch);
-    case DType::kBF16:
-      return scores_as<DType::kBF16>(q, ldq, rows, k_rows, keys, dim, s, lds, prefetch);
-    case DType::kE4M3:
-      return scores_as<DType::kE4M3>(q, ldq, rows, k_rows, keys, dim, s, lds, prefetch);
-    case DType::kE5M2:
-      return scores_as<DType::kE5M2>(q, ldq, rows, k_rows, keys, dim, s, lds, prefetch);
-    default:
-      return scores_as<DType::kF32>(q, ldq, rows, k_rows, keys, dim, s, lds, prefetch);
-  }
+  with_row_dtype(k_dtype, [&](auto t) {
+    scores_as<decltype(t)::value>(q, ldq, rows, k_rows, keys, dim, s, lds, prefetch);
+  });
 }
 
 void block_softmax(float* s, std::int64_t lds, std::int64_t rows, std::int64_t keys, float* m, float* d,
@@ -378,18 +294,9 @@ void block_softmax(float* s, std::int64_t lds, std::int64_t rows, std::int64_t k
 void block_accumulate(const float* w, std::int64_t ldw, std::int64_t rows, const void* const* v_rows,
                       DType v_dtype, std::int64_t keys, std::int64_t dim, float* acc, std::int64_t lda,
                       const float* rescale, const PrefetchRows& prefetch) {
-  switch (v_dtype) {
-    case DType::kF16:
-      return accumulate_as<DType::kF16>(w, ldw, rows, v_rows, keys, dim, acc, lda, rescale, prefetch);
-    case DType::kBF16:
-      return accumulate_as<DType::kBF16>(w, ldw, rows, v_rows, keys, dim, acc, lda, rescale, prefetch);
-    case DType::kE4M3:
-      return accumulate_as<DType::kE4M3>(w, ldw, rows, v_rows, keys, dim, acc, lda, rescale, prefetch);
-    case DType::kE5M2:
-      return accumulate_as<DType::kE5M2>(w, ldw, rows, v_rows, keys, dim, acc, lda, rescale, prefetch);
-    default:
-      return accumulate_as<DType::kF32>(w, ldw, rows, v_rows, keys, dim, acc, lda, rescale, prefetch);
-  }
+  with_row_dtype(v_dtype, [&](auto t) {
+    accumulate_as<decltype(t)::value>(w, ldw, rows, v_rows, keys, dim, acc, lda, rescale, prefetch);
+  });
 }
 
 }  // namespace kvinfer::cpu::avx2

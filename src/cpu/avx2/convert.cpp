@@ -12,9 +12,7 @@ namespace {
 template <DType kDType>
 void load_row_as(const void* src, float* out, std::int64_t n) {
   const auto* s = static_cast<const unsigned char*>(src);
-  constexpr std::int64_t kSize = kDType == DType::kF32                               ? 4
-                                 : (kDType == DType::kF16 || kDType == DType::kBF16) ? 2
-                                                                                     : 1;
+  constexpr std::int64_t kSize = dtype_size(kDType);
   std::int64_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, load8(s + i * kSize, kDType));
   for (; i < n; ++i) {
@@ -58,20 +56,8 @@ inline __m128i bf16_rne8(__m256 x) {
 }  // namespace
 
 void load_row(const void* src, DType dtype, float* out, std::int64_t n) {
-  switch (dtype) {
-    case DType::kF32:
-      return load_row_as<DType::kF32>(src, out, n);
-    case DType::kF16:
-      return load_row_as<DType::kF16>(src, out, n);
-    case DType::kBF16:
-      return load_row_as<DType::kBF16>(src, out, n);
-    case DType::kE4M3:
-      return load_row_as<DType::kE4M3>(src, out, n);
-    case DType::kE5M2:
-      return load_row_as<DType::kE5M2>(src, out, n);
-    default:
-      return;
-  }
+  if (!is_float(dtype)) return;
+  with_row_dtype(dtype, [&](auto t) { load_row_as<decltype(t)::value>(src, out, n); });
 }
 
 void store_row(const float* in, DType dtype, void* dst, std::int64_t n) {

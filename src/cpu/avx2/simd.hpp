@@ -7,12 +7,32 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "cpu/kernels.hpp"
 #include "kvinfer/core/dtype.hpp"
 
 namespace kvinfer::cpu::avx2 {
 namespace {
+
+// A row dtype as a template argument: f(std::integral_constant<DType, T>{}) for the
+// storage dtype T of a key, value or converted row (f16, bf16, e4m3, e5m2; f32 for
+// any other), so that each loop is compiled once per dtype with its widening inline.
+template <class F>
+inline void with_row_dtype(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::kF16:
+      return f(std::integral_constant<DType, DType::kF16>{});
+    case DType::kBF16:
+      return f(std::integral_constant<DType, DType::kBF16>{});
+    case DType::kE4M3:
+      return f(std::integral_constant<DType, DType::kE4M3>{});
+    case DType::kE5M2:
+      return f(std::integral_constant<DType, DType::kE5M2>{});
+    default:
+      return f(std::integral_constant<DType, DType::kF32>{});
+  }
+}
 
 // Prefetches rows [first, last) of a list (into all cache levels).
 inline void prefetch_rows(const PrefetchRows& p, std::int64_t first, std::int64_t last) {
