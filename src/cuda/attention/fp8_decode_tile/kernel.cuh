@@ -27,6 +27,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "cuda/attention/tile/decode_item_start.cuh"
 #include "cuda/attention/tile/item_keys.cuh"
 #include "cuda/attention/tile/item_warps.cuh"
 #include "cuda/attention/tile/key_access.cuh"
@@ -205,8 +206,6 @@ __device__ __forceinline__ float q_fragments_to_half(std::uint32_t (&qf)[kSteps]
   }
 }
 
-// kItemWarps: the instance whose CTA runs one item on blockDim.x / 32 warps, each this
-// tile over its share of the keys in its own shared memory (item_warps.cuh).
 // Row g + 8 h of the tile's O in the accumulator layout of the epilogue (this lane's
 // dims [2 t4 C, 2 t4 C + 2 C): o[c][2 h] dim 2 t4 C + c, o[c][2 h + 1] dim 2 t4 C + C
 // + c), times norm, as floats from dst (the row's dim 2 t4 C).
@@ -222,89 +221,82 @@ __device__ __forceinline__ void store_row_f32(float* dst, const float (&o)[1][C]
     }
 }
 
-template <class TQ, class TKV, class TO, int D, bool kItemWarps>
-__global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWarps ? 1 : 8)
-    decode_fp8_kernel(const __grid_constant__ AttentionKernelParams p) {
-  using S = DecodeFp8Shape<D>;
-  constexpr int kKeys = S::kKeys, kStages = S::kStages, C = S::kVoFrags;
-  extern __shared__ __align__(128) unsigned char smem_cta[];
-  // As the tensor-core family's one-warp tile: the items in the plan's order, no count read
-  // first, and the first tile's page lookups while the request's entry is in flight
-  // (redone where it clips the item's keys).
-  const detail::WorkItem item = load_work_item(p.items + blockIdx.x);
-  if (unused_item(item)) return;  // grid sized for the capacity
-  WarpTimeline timeline(p);
-  const KeyLocator locate = item_locator(p, item);
-  const detail::RequestInfo r = p.requests[item.request];
-  wait_for_inputs();
-  PagesAhead<kKeys> ahead;  // the pages of the next tile to load, one load ahead
-  const ItemKeys guess = item_keys_ahead<kItemWarps>(item, kKeys);
-  if (guess.key_end > guess.key_begin) ahead.start(locate, guess.key_begin, guess.tile_step(kKeys), guess.key_end);
-  const int lane = kItemWarps ? int(threadIdx.x) % 32 : int(threadIdx.x), g = lane / 4, t4 = lane % 4;
-  unsigned char* smem = kItemWarps ? smem_cta + int(threadIdx.x) / 32 * S::kTileBytes : smem_cta;
-  const int rows = item.row_end - item.row_begin;
-  const int group = p.group_size;
+// Whether every K and V row starts 16-byte aligned: then the copies take 16-byte units,
+// half the copy instructions of 8-byte ones.
+__device__ __forceinline__ bool fp8_rows_16_byte_aligned(const AttentionKernelParams& p) {
+  return ((reinterpret_cast<std::uintptr_t>(p.k) | reinterpret_cast<std::uintptr_t>(p.v) |
+           std::uintptr_t(p.k_stride_page | p.k_stride_token | p.k_stride_head | p.v_stride_page |
+                          p.v_stride_token | p.v_stride_head)) &
+          15u) == 0;
+}
 
-  ItemKeys keys = item_keys(p, item, r, nullptr);
-  if constexpr (kItemWarps) keys.keep_warp_turns(int(threadIdx.x) / 32, int(blockDim.x) / 32, kKeys);
-  const detail::RequestMask& mask = keys.mask;
-  const int key_begin = keys.key_begin, key_end = keys.key_end;
-  const int num_tiles = keys.num_tiles(kKeys);
-  const int step = kItemWarps ? keys.tile_step(kKeys) : kKeys;  // tile t: key_begin + t * step
-
-  if ((static_cast<unsigned>(__cvta_generic_to_shared(smem)) & 127u) != 0) __trap();
-  unsigned char* sq = smem + S::q;
-  load_tile16<32, S::kRows, D, SwizzledRows, kItemWarps>(sq, [&](int i) { return packed_q_row(p, item, r, group, i); },
-                                                         rows);
-  ptx::cp_async_commit();
-
-  const ItemRows kv_rows = item_rows(p, item, 1);  // fp8: strides are bytes
-  const KeyRow k_row = kv_rows.k, v_row = kv_rows.v;
-  const auto stage_of = [&](int t) { return smem + S::kv + (t % kStages) * S::kStageBytes; };
-  // 16-byte copies when every K and V row starts 16-byte aligned (half the copy
-  // instructions of 8-byte ones).
-  const bool wide = ((reinterpret_cast<std::uintptr_t>(p.k) | reinterpret_cast<std::uintptr_t>(p.v) |
-                      std::uintptr_t(p.k_stride_page | p.k_stride_token | p.k_stride_head | p.v_stride_page |
-                                     p.v_stride_token | p.v_stride_head)) &
-                     15u) == 0;
-  const RawCopyOffsets<D, kKeys, 16> wide_offsets(lane);
-  const RawCopyOffsets<D, kKeys, 8> narrow_offsets(lane);
-  const auto load_kv = [&](int t) {
-    const int key0 = key_begin + t * step;
-    const unsigned dst = static_cast<unsigned>(__cvta_generic_to_shared(stage_of(t)));
-    const auto copy = [&](auto paged, const auto& offsets) {
-      constexpr int kUnit = std::remove_cvref_t<decltype(offsets)>::kUnitBytes;
-      copy_fp8_tile<D, kKeys, decltype(paged)::value, kUnit>(dst, locate, k_row, v_row, key0, key_end - key0, ahead,
-                                                            offsets, lane);
-    };
-    if (locate.pages != nullptr) {
-      wide ? copy(std::true_type{}, wide_offsets) : copy(std::true_type{}, narrow_offsets);
-    } else {
-      wide ? copy(std::false_type{}, wide_offsets) : copy(std::false_type{}, narrow_offsets);
-    }
+// The copies of one raw tile (copy_fp8_tile) into the stage at shared address dst: in
+// 16-byte units where `wide` (fp8_rows_16_byte_aligned), else in 8-byte ones; paged or
+// ragged as the item's keys are.
+template <int D, int kKeys>
+__device__ __forceinline__ void copy_fp8_stage(unsigned dst, const KeyLocator& locate, const KeyRow& k_row,
+                                               const KeyRow& v_row, int key0, int valid,
+                                               const PagesAhead<kKeys>& ahead, bool wide,
+                                               const RawCopyOffsets<D, kKeys, 16>& wide_offsets,
+                                               const RawCopyOffsets<D, kKeys, 8>& narrow_offsets, int lane) {
+  const auto copy = [&](auto paged, const auto& offsets) {
+    constexpr int kUnit = std::remove_cvref_t<decltype(offsets)>::kUnitBytes;
+    copy_fp8_tile<D, kKeys, decltype(paged)::value, kUnit>(dst, locate, k_row, v_row, key0, valid, ahead,
+                                                           offsets, lane);
   };
-  // Tiles 0 .. kStages - 2 stream in behind Q; one commit group per tile, empty or not,
-  // so that "all but the newest kStages - 1 groups" always means "tile t".
+  if (locate.pages != nullptr) {
+    wide ? copy(std::true_type{}, wide_offsets) : copy(std::true_type{}, narrow_offsets);
+  } else {
+    wide ? copy(std::false_type{}, wide_offsets) : copy(std::false_type{}, narrow_offsets);
+  }
+}
+
+// Tiles 0 .. kStages - 2 behind Q (load(t): tile t's copies), one commit group per
+// tile, empty or not, so that "all but the newest kStages - 1 groups" always means
+// "tile t"; then the pages of tile kStages - 1, until Q has landed.
+template <int kKeys, int kStages, bool kItemWarps, class Load>
+__device__ __forceinline__ void load_first_fp8_tiles(const Load& load,
+                                                     const DecodeItemStart<kKeys, kItemWarps>& start,
+                                                     PagesAhead<kKeys>& ahead, int key_begin, int step,
+                                                     int key_end, int num_tiles) {
 #pragma unroll
   for (int t = 0; t < kStages - 1; ++t) {
     if (t < num_tiles) {
       if (t > 0) {
-        ahead.fetch(locate, key_begin + t * step, key_end);
-      } else if (key_begin != guess.key_begin || key_end != guess.key_end) {
-        ahead.start(locate, key_begin, step, key_end);
+        ahead.fetch(start.locate, key_begin + t * step, key_end);
+      } else {
+        start.recheck_pages(ahead, key_begin, step, key_end);
       }
-      load_kv(t);
+      load(t);
     }
     ptx::cp_async_commit();
   }
-  if (kStages - 1 < num_tiles) ahead.fetch(locate, key_begin + (kStages - 1) * step, key_end);
+  if (kStages - 1 < num_tiles) ahead.fetch(start.locate, key_begin + (kStages - 1) * step, key_end);
   ptx::cp_async_wait_group<kStages - 1>();  // Q
   tile_sync<kItemWarps>();
+}
 
-  // Q fragments for every k-step, in the permuted dims (see the top of the file).
-  std::uint32_t qf[S::kQkSteps][4];
+// Before tile t (keys from key0): tile t + kStages - 1 into the stage tile t - 1 used
+// (released by the barrier that ended it) and the pages of tile t + kStages, until
+// tile t has landed.
+template <int kKeys, int kStages, bool kItemWarps, class Load>
+__device__ __forceinline__ void wait_for_fp8_tile(const Load& load, PagesAhead<kKeys>& ahead,
+                                                  const KeyLocator& locate, int t, int key0, int step,
+                                                  int key_end, int num_tiles) {
+  if (t + kStages - 1 < num_tiles) load(t + kStages - 1);
+  if (t + kStages < num_tiles) ahead.fetch(locate, key0 + kStages * step, key_end);
+  ptx::cp_async_commit();
+  ptx::cp_async_wait_group<kStages - 1>();
+  tile_sync<kItemWarps>();
+}
+
+// Q fragments for every k-step, in the permuted dims (see the top of the file): k-step
+// kk of lane (g, t4) holds physical dims p0 .. p0 + 3 of rows g and g + 8.
+template <int D>
+__device__ __forceinline__ void load_fp8_q_fragments(std::uint32_t (&qf)[D / 16][4], const unsigned char* sq,
+                                                     int g, int t4) {
 #pragma unroll
-  for (int kk = 0; kk < S::kQkSteps; ++kk) {
+  for (int kk = 0; kk < D / 16; ++kk) {
     const int p0 = 64 * (kk / 4) + 16 * t4 + 4 * (kk % 4);
     const uint2 lo = *reinterpret_cast<const uint2*>(sq + swizzled_chunk<D>(g, p0 / 8) * 16 + (p0 % 8) * 2);
     const uint2 hi = *reinterpret_cast<const uint2*>(sq + swizzled_chunk<D>(g + 8, p0 / 8) * 16 + (p0 % 8) * 2);
@@ -313,15 +305,18 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
     qf[kk][2] = lo.y;
     qf[kk][3] = hi.y;
   }
-  const float q_scale = q_fragments_to_half<TQ>(qf);
+}
 
-  // This lane's offsets in a raw stage: its K words (key 8 f + g, dims 64 blk + 16 t4)
-  // and its V rows (keys 2 t4 + (e & 1) + 8 (e >> 1), dims [C g, C g + C)).
-  // Rows 8 apart are a swizzle period apart at head_dim 128 (kRawPeriodRows), and the
-  // second 64 dims of a row flip bit 6 (raw_halves_flip): one swizzle for K's four.
+// This lane's offsets in a raw stage: its K words (key 8 f + g, dims 64 blk + 16 t4)
+// and its V rows (keys 2 t4 + (e & 1) + 8 (e >> 1), dims [C g, C g + C)).
+// Rows 8 apart are a swizzle period apart at head_dim 128 (kRawPeriodRows), and the
+// second 64 dims of a row flip bit 6 (raw_halves_flip): one swizzle for K's four.
+template <int D>
+__device__ __forceinline__ void fp8_lane_offsets(int (&k_off)[2][D / 64], int (&v_off)[4], int lane, int g,
+                                                 int t4) {
   static_assert(D <= 128, "k_off[f][1] from k_off[f][0] holds within one 128-byte row");
+  constexpr int C = D / 8;
   constexpr bool kEightRowsPeriodic = 8 % kRawPeriodRows<D> == 0;
-  int k_off[2][D / 64], v_off[4];
 #pragma unroll
   for (int f = 0; f < 2; ++f)
 #pragma unroll
@@ -336,104 +331,94 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
 #pragma unroll
   for (int e = 0; e < 4; ++e)
     v_off[e] = kEightRowsPeriodic && e >= 2 ? v_off[e - 2] + 8 * D : raw_offset<D>(2 * t4 + (e & 1) + 8 * (e >> 1), C * g);
+}
 
-  int tok[1][2];
+// S = Q K^T of the raw tile kt: lane row g of n8 fragment f is key 8 f + g. Even and
+// odd k-steps accumulate separately (four chains of dependent mma instead of two: with
+// two warps per scheduler their latency is on the critical path) and are summed.
+// Scaled here only where the scale is negative (prescale).
+template <class TKV, int D>
+__device__ __forceinline__ void fp8_scores(float (&s)[1][2][4], const unsigned char* kt,
+                                           const int (&k_off)[2][D / 64],
+                                           const std::uint32_t (&qf)[D / 16][4], bool prescale,
+                                           float qk_scale_log2) {
+  float s_odd[2][4];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) tok[0][h] = int(p.group_div.div(std::uint32_t(item.row_begin + min(g + 8 * h, rows - 1))));
-  // As in the tensor-core tile: the base-2 scale (here also undoing q_scale, exactly) folds
-  // into the exponent unless it is negative.
-  const float qk_scale_log2 = p.sm_scale_log2 / q_scale;
-  const bool prescale = qk_scale_log2 < 0.0f;
-  const float sc = prescale ? 1.0f : qk_scale_log2;
-
-  float o[1][C][4];
-  float row_max[1][2] = {{-INFINITY, -INFINITY}}, row_sum[1][2] = {{0.0f, 0.0f}};
+  for (int f = 0; f < 2; ++f) {
 #pragma unroll
-  for (int c = 0; c < C; ++c) o[0][c][0] = o[0][c][1] = o[0][c][2] = o[0][c][3] = 0.0f;
-
-  for (int t = 0; t < num_tiles; ++t) {
-    const int key0 = key_begin + t * step;
-    timeline.tile(t, num_tiles);
-    // Tile t + kStages - 1 goes into the stage tile t - 1 used (released by the
-    // barrier that ended the previous iteration).
-    if (t + kStages - 1 < num_tiles) load_kv(t + kStages - 1);
-    if (t + kStages < num_tiles) ahead.fetch(locate, key0 + kStages * step, key_end);
-    ptx::cp_async_commit();
-    ptx::cp_async_wait_group<kStages - 1>();
-    tile_sync<kItemWarps>();
-    const unsigned char* kt = stage_of(t);
-    const unsigned char* vt = kt + kKeys * D;
-
-    // S = Q K^T: lane row g of n8 fragment f is key 8 f + g. Even and odd k-steps
-    // accumulate separately (four chains of dependent mma instead of two: with two
-    // warps per scheduler their latency is on the critical path) and are summed.
-    float s[1][2][4], s_odd[2][4];
+    for (int e = 0; e < 4; ++e) s[0][f][e] = s_odd[f][e] = 0.0f;
 #pragma unroll
-    for (int f = 0; f < 2; ++f) {
+    for (int blk = 0; blk < D / 64; ++blk) {
+      const uint4 w = *reinterpret_cast<const uint4*>(kt + k_off[f][blk]);
+      const std::uint32_t words[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s[0][f][e] = s_odd[f][e] = 0.0f;
-#pragma unroll
-      for (int blk = 0; blk < D / 64; ++blk) {
-        const uint4 w = *reinterpret_cast<const uint4*>(kt + k_off[f][blk]);
-        const std::uint32_t words[4] = {w.x, w.y, w.z, w.w};
-#pragma unroll
-        for (int k4 = 0; k4 < 4; ++k4) {
-          std::uint32_t b0, b1;
-          fp8x4_to_half2x2<TKV>(words[k4], b0, b1);
-          mma::m16n8k16<__half>(k4 % 2 ? s_odd[f] : s[0][f], qf[4 * blk + k4], b0, b1);
-        }
-      }
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[0][f][e] += s_odd[f][e];
-    }
-    if (prescale) {
-#pragma unroll
-      for (int f = 0; f < 2; ++f)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) s[0][f][e] *= qk_scale_log2;
-    }
-    if (keys.needs_mask(key0, kKeys)) {
-      mask_scores<false>(s, mask, tok, key0, key_end, lane);
-    }
-    float rescale[1][2];
-    if (online_softmax(s, row_max, row_sum, rescale, sc)) rescale_rows(o, rescale);
-
-    // O += P V: this lane's keys 2 t4, 2 t4 + 1, 2 t4 + 8, 2 t4 + 9 (its k of the B
-    // operand), bytes [C g, C g + C) of each; PRMT pairs the bytes of two keys.
-    std::uint32_t pa[4];
-    p_fragment<__half>(s[0], 0, pa);
-    constexpr int kWords = C / 4;
-    std::uint32_t v[4][kWords];
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const unsigned char* src = vt + v_off[e];
-      if constexpr (kWords == 4) {
-        const uint4 x = *reinterpret_cast<const uint4*>(src);
-        v[e][0] = x.x, v[e][1] = x.y, v[e][2] = x.z, v[e][3] = x.w;
-      } else {
-        const uint2 x = *reinterpret_cast<const uint2*>(src);
-        v[e][0] = x.x, v[e][1] = x.y;
+      for (int k4 = 0; k4 < 4; ++k4) {
+        std::uint32_t b0, b1;
+        fp8x4_to_half2x2<TKV>(words[k4], b0, b1);
+        mma::m16n8k16<__half>(k4 % 2 ? s_odd[f] : s[0][f], qf[4 * blk + k4], b0, b1);
       }
     }
 #pragma unroll
-    for (int w = 0; w < kWords; ++w) {
-      const std::uint32_t lo01 = __byte_perm(v[0][w], v[1][w], 0x5140), hi01 = __byte_perm(v[0][w], v[1][w], 0x7362);
-      const std::uint32_t lo89 = __byte_perm(v[2][w], v[3][w], 0x5140), hi89 = __byte_perm(v[2][w], v[3][w], 0x7362);
-      std::uint32_t b[4][2];  // [fragment 4w + i][b0 / b1]
-      fp8x4_to_half2x2<TKV>(lo01, b[0][0], b[1][0]);
-      fp8x4_to_half2x2<TKV>(lo89, b[0][1], b[1][1]);
-      fp8x4_to_half2x2<TKV>(hi01, b[2][0], b[3][0]);
-      fp8x4_to_half2x2<TKV>(hi89, b[2][1], b[3][1]);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) mma::m16n8k16<__half>(o[0][4 * w + i], pa, b[i][0], b[i][1]);
-    }
-    tile_sync<kItemWarps>();  // the stage is refilled by the next iteration
+    for (int e = 0; e < 4; ++e) s[0][f][e] += s_odd[f][e];
   }
-  timeline.tile(num_tiles, num_tiles);
+  if (prescale) {
+#pragma unroll
+    for (int f = 0; f < 2; ++f)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[0][f][e] *= qk_scale_log2;
+  }
+}
 
-  // Epilogue: lane (g, t4) holds dims [2 t4 C, 2 t4 C + 2 C) of rows g and g + 8:
-  // o[c][2h] is dim 2 t4 C + c of row g + 8h, o[c][2h + 1] dim 2 t4 C + C + c.
-  if constexpr (kItemWarps) {  // the CTA's warps merge their states (item_warps.cuh)
+// O += P V of the raw tile vt: this lane's keys 2 t4, 2 t4 + 1, 2 t4 + 8, 2 t4 + 9 (its
+// k of the B operand), bytes [C g, C g + C) of each; PRMT pairs the bytes of two keys.
+template <class TKV, int D>
+__device__ __forceinline__ void fp8_pv(float (&o)[1][D / 8][4], const float (&s)[1][2][4],
+                                       const unsigned char* vt, const int (&v_off)[4]) {
+  constexpr int kWords = D / 32;  // of a V row's C bytes
+  std::uint32_t pa[4];
+  p_fragment<__half>(s[0], 0, pa);
+  std::uint32_t v[4][kWords];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) {
+    const unsigned char* src = vt + v_off[e];
+    if constexpr (kWords == 4) {
+      const uint4 x = *reinterpret_cast<const uint4*>(src);
+      v[e][0] = x.x, v[e][1] = x.y, v[e][2] = x.z, v[e][3] = x.w;
+    } else {
+      const uint2 x = *reinterpret_cast<const uint2*>(src);
+      v[e][0] = x.x, v[e][1] = x.y;
+    }
+  }
+#pragma unroll
+  for (int w = 0; w < kWords; ++w) {
+    const std::uint32_t lo01 = __byte_perm(v[0][w], v[1][w], 0x5140),
+                        hi01 = __byte_perm(v[0][w], v[1][w], 0x7362);
+    const std::uint32_t lo89 = __byte_perm(v[2][w], v[3][w], 0x5140),
+                        hi89 = __byte_perm(v[2][w], v[3][w], 0x7362);
+    std::uint32_t b[4][2];  // [fragment 4w + i][b0 / b1]
+    fp8x4_to_half2x2<TKV>(lo01, b[0][0], b[1][0]);
+    fp8x4_to_half2x2<TKV>(lo89, b[0][1], b[1][1]);
+    fp8x4_to_half2x2<TKV>(hi01, b[2][0], b[3][0]);
+    fp8x4_to_half2x2<TKV>(hi89, b[2][1], b[3][1]);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) mma::m16n8k16<__half>(o[0][4 * w + i], pa, b[i][0], b[i][1]);
+  }
+}
+
+// The epilogue. Lane (g, t4) holds dims [2 t4 C, 2 t4 C + 2 C) of rows g and g + 8:
+// o[c][2h] is dim 2 t4 C + c of row g + 8h, o[c][2h + 1] dim 2 t4 C + C + c. Item warps
+// leave their states in their KV stages (once no copy lands there) and the CTA merges
+// them (item_warps.cuh); a one-warp CTA writes O and the LSE, or the item's partial
+// state where its request has several chunks.
+template <class TO, int D, bool kItemWarps>
+__device__ __forceinline__ void finish_fp8_item(const AttentionKernelParams& p, const detail::WorkItem& item,
+                                                const detail::RequestInfo& r, const float (&o)[1][D / 8][4],
+                                                const float (&row_max)[1][2], const float (&row_sum)[1][2],
+                                                float sc, int rows, int group, unsigned char* smem_cta,
+                                                unsigned char* smem, int g, int t4) {
+  using S = DecodeFp8Shape<D>;
+  constexpr int C = S::kVoFrags;
+  if constexpr (kItemWarps) {
     static_assert(S::bytes - S::kv >= kWarpStateBytes<D>, "a warp's state fits in its KV stages");
     unsigned char* scratch = smem + S::kv;
     ptx::cp_async_wait_all();  // no copy still lands in the stages the state reuses
@@ -481,6 +466,85 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
       if (t4 == 0 && p.lse) p.lse[orow * p.lse_stride_n + head * p.lse_stride_h] = lse;
     }
   }
+}
+
+// kItemWarps: the instance whose CTA runs one item on blockDim.x / 32 warps, each this
+// tile over its share of the keys in its own shared memory (item_warps.cuh). The item
+// starts as in the tensor-core family's one-warp tile (decode_item_start.cuh).
+template <class TQ, class TKV, class TO, int D, bool kItemWarps>
+__global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWarps ? 1 : 8)
+    decode_fp8_kernel(const __grid_constant__ AttentionKernelParams p) {
+  using S = DecodeFp8Shape<D>;
+  constexpr int kKeys = S::kKeys, kStages = S::kStages;
+  const detail::WorkItem item = load_work_item(p.items + blockIdx.x);
+  if (unused_item(item)) return;  // grid sized for the capacity
+  WarpTimeline timeline(p);
+  PagesAhead<kKeys> ahead;  // the pages of the next tile to load, one load ahead
+  const DecodeItemStart<kKeys, kItemWarps> start(p, item, ahead);
+  const int lane = tile_thread<kItemWarps>(), g = lane / 4, t4 = lane % 4;
+  extern __shared__ __align__(128) unsigned char smem_cta[];
+  unsigned char* smem = kItemWarps ? smem_cta + int(threadIdx.x) / 32 * S::kTileBytes : smem_cta;
+  const int rows = item.row_end - item.row_begin;
+  const int group = p.group_size;
+  const ItemKeys keys = start.warp_keys(p, item);
+  const int key_begin = keys.key_begin, key_end = keys.key_end;
+  const int num_tiles = keys.num_tiles(kKeys);
+  const int step = kItemWarps ? keys.tile_step(kKeys) : kKeys;  // tile t: key_begin + t * step
+
+  if ((static_cast<unsigned>(__cvta_generic_to_shared(smem)) & 127u) != 0) __trap();
+  unsigned char* sq = smem + S::q;
+  load_tile16<32, S::kRows, D, SwizzledRows, kItemWarps>(
+      sq, [&](int i) { return packed_q_row(p, item, start.r, group, i); }, rows);
+  ptx::cp_async_commit();
+  const ItemRows kv_rows = item_rows(p, item, 1);  // fp8: strides are bytes
+  const auto stage_of = [&](int t) { return smem + S::kv + (t % kStages) * S::kStageBytes; };
+  const bool wide = fp8_rows_16_byte_aligned(p);
+  const RawCopyOffsets<D, kKeys, 16> wide_offsets(lane);
+  const RawCopyOffsets<D, kKeys, 8> narrow_offsets(lane);
+  const auto load_kv = [&](int t) {
+    const int key0 = key_begin + t * step;
+    copy_fp8_stage<D, kKeys>(static_cast<unsigned>(__cvta_generic_to_shared(stage_of(t))), start.locate,
+                             kv_rows.k, kv_rows.v, key0, key_end - key0, ahead, wide, wide_offsets,
+                             narrow_offsets, lane);
+  };
+  load_first_fp8_tiles<kKeys, kStages, kItemWarps>(load_kv, start, ahead, key_begin, step, key_end,
+                                                   num_tiles);
+
+  std::uint32_t qf[S::kQkSteps][4];
+  load_fp8_q_fragments<D>(qf, sq, g, t4);
+  const float q_scale = q_fragments_to_half<TQ>(qf);
+  int k_off[2][D / 64], v_off[4];
+  fp8_lane_offsets<D>(k_off, v_off, lane, g, t4);
+  int tok[1][2];  // the tokens of the lane's rows g and g + 8 (for mask_scores)
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+    tok[0][h] = int(p.group_div.div(std::uint32_t(item.row_begin + min(g + 8 * h, rows - 1))));
+  // As in the tensor-core tile: the base-2 scale (here also undoing q_scale, exactly) folds
+  // into the exponent unless it is negative.
+  const float qk_scale_log2 = p.sm_scale_log2 / q_scale;
+  const bool prescale = qk_scale_log2 < 0.0f;
+  const float sc = prescale ? 1.0f : qk_scale_log2;
+  float o[1][S::kVoFrags][4], row_max[1][2], row_sum[1][2];
+  zero_softmax_state(o, row_max, row_sum);
+
+  for (int t = 0; t < num_tiles; ++t) {
+    const int key0 = key_begin + t * step;
+    timeline.tile(t, num_tiles);
+    wait_for_fp8_tile<kKeys, kStages, kItemWarps>(load_kv, ahead, start.locate, t, key0, step, key_end,
+                                                  num_tiles);
+    const unsigned char* kt = stage_of(t);  // K rows, then V rows
+    const unsigned char* vt = kt + kKeys * D;
+    float s[1][2][4];
+    fp8_scores<TKV, D>(s, kt, k_off, qf, prescale, qk_scale_log2);
+    if (keys.needs_mask(key0, kKeys)) mask_scores<false>(s, keys.mask, tok, key0, key_end, lane);
+    float rescale[1][2];
+    if (online_softmax(s, row_max, row_sum, rescale, sc)) rescale_rows(o, rescale);
+    fp8_pv<TKV, D>(o, s, vt, v_off);
+    tile_sync<kItemWarps>();  // the stage is refilled by the next iteration
+  }
+  timeline.tile(num_tiles, num_tiles);
+  finish_fp8_item<TO, D, kItemWarps>(p, item, start.r, o, row_max, row_sum, sc, rows, group, smem_cta, smem,
+                                     g, t4);
 }
 
 template <class TQ, class TKV, class TO, int D, bool kItemWarps_ = false>

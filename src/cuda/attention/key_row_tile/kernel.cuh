@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "cuda/attention/attention_kernel_params.cuh"
+#include "cuda/attention/tile/decode_item_start.cuh"
 #include "cuda/attention/tile/item_keys.cuh"
 #include "cuda/attention/tile/item_warps.cuh"
 #include "cuda/attention/tile/key_access.cuh"
@@ -53,213 +54,173 @@ struct DecodeKqTile {
   static_assert(kRows <= kStateRows && kWarpStateBytes<D> <= 4 * stage, "an item warp's state fits in its stages");
 };
 
-template <class T, class TO, int D, bool kItemWarps>
-__global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32)
-    decode_kq_kernel(const __grid_constant__ AttentionKernelParams p) {
+// The warp's K/V tiles in its two stages: tile t (keys [key_begin + t * step, +
+// kKeys)) lands in stage t % 2, and the page of tile t + 1 is fetched after tile t's
+// copies.
+template <class T, int D, bool kItemWarps>
+struct KqStages {
   using L = DecodeKqTile<D>;
-  constexpr int kKeys = L::kKeys;
-  extern __shared__ __align__(128) unsigned char smem_cta[];
-  const detail::WorkItem item = load_work_item(p.items + blockIdx.x);
-  if (unused_item(item)) return;  // grid sized for the capacity
-  WarpTimeline timeline(p);
-  const KeyLocator locate = item_locator(p, item);
-  const detail::RequestInfo r = p.requests[item.request];
-  wait_for_inputs();
-  // The first pages are looked up from the item alone, while the request's entry
-  // arrives (as in the 16-row tile), and again in the rare case that it clips them.
-  PagesAhead<kKeys> ahead;
-  const ItemKeys guess = item_keys_ahead<kItemWarps>(item, kKeys);
-  if (guess.key_end > guess.key_begin) ahead.start(locate, guess.key_begin, guess.tile_step(kKeys), guess.key_end);
-  const int lane = int(threadIdx.x) % 32, g = lane / 4, t4 = lane % 4;
-  unsigned char* smem = kItemWarps ? smem_cta + int(threadIdx.x) / 32 * L::kTileBytes : smem_cta;
-  const int rows = item.row_end - item.row_begin;
-  const int group = p.group_size;
-  // Decode items hold one token per request, so every row sees the same keys: the
-  // only mask is the end of the last tile. Item warps take tiles w, w + W, ...
-  ItemKeys keys = item_keys(p, item, r, nullptr);
-  if constexpr (kItemWarps) keys.keep_warp_turns(int(threadIdx.x) / 32, int(blockDim.x) / 32, kKeys);
-  const int key_begin = keys.key_begin, key_end = keys.key_end;
-  const int num_tiles = keys.num_tiles(kKeys);
-  const int step = keys.tile_step(kKeys);  // tile t: keys [key_begin + t * step, + kKeys)
-
-  if ((static_cast<unsigned>(__cvta_generic_to_shared(smem)) & 127u) != 0) __trap();
-  unsigned char* sq = smem + L::q;
-  load_tile16<32, L::kRows, D, SwizzledRows, kItemWarps>(sq, [&](int i) { return packed_q_row(p, item, r, group, i); },
-                                                         rows);
-  ptx::cp_async_commit();
-
-  const ItemRows kv_rows = item_rows(p, item, sizeof(T));
-  const KeyRow k_row = kv_rows.k, v_row = kv_rows.v;
-  // Tile t lands in stage t % 2; the page of tile t + 1 is fetched after tile t's copies.
-  const auto load_kv = [&](int t) {
+  using Start = DecodeItemStart<L::kKeys, kItemWarps>;
+  unsigned char* smem;
+  KeyLocator locate;
+  KeyRow k_row, v_row;
+  int key_begin, key_end, step, num_tiles;
+  __device__ __forceinline__ void load(int t, PagesAhead<L::kKeys>& ahead) const {
     const int key0 = key_begin + t * step, stage = t & 1;
-    load_kv_tile<T, 32, kKeys, D, D, kItemWarps>(smem + L::k + stage * L::stage, smem + L::v + stage * L::stage, locate,
-                                                 k_row, v_row, key0, key_end - key0, &ahead);
+    load_kv_tile<T, 32, L::kKeys, D, D, kItemWarps>(smem + L::k + stage * L::stage,
+                                                    smem + L::v + stage * L::stage, locate, k_row, v_row,
+                                                    key0, key_end - key0, &ahead);
     if (t + 1 < num_tiles) ahead.fetch(locate, key0 + step, key_end);
-  };
-  if (num_tiles > 0) {
-    if (key_begin != guess.key_begin || key_end != guess.key_end) ahead.start(locate, key_begin, step, key_end);
-    load_kv(0);
   }
-  ptx::cp_async_commit();
-  if (num_tiles > 1) load_kv(1);
-  ptx::cp_async_commit();
-  ptx::cp_async_wait_group<1>();  // Q and tile 0
-  __syncwarp();
-
-  // Q as the B operand of S^T (n = row lane / 4, k = dims 2 (lane % 4) + {0, 1} and + 8),
-  // held in registers for the whole item: ldmatrix of rows lane % 8, chunks 2 ks + lane / 8.
-  std::uint32_t qf[L::kSteps][2];
-  {
-    const SwizzledLane<D> q_lane(sq, lane % 8, (lane / 8) % 2);
-#pragma unroll
-    for (int ks = 0; ks < L::kSteps; ++ks) mma::ldmatrix_x2(qf[ks], q_lane.at(0, 2 * ks));
+  // Tiles 0 and 1 behind Q, one commit group each (empty or not), until Q and tile 0
+  // have landed.
+  __device__ __forceinline__ void load_first(const Start& start, PagesAhead<L::kKeys>& ahead) const {
+    if (num_tiles > 0) {
+      start.recheck_pages(ahead, key_begin, step, key_end);
+      load(0, ahead);
+    }
+    ptx::cp_async_commit();
+    if (num_tiles > 1) load(1, ahead);
+    ptx::cp_async_commit();
+    ptx::cp_async_wait_group<1>();  // Q and tile 0
+    __syncwarp();
   }
-  // Scores stay raw and the base-2 scale is folded into the exponent, unless it is
-  // negative (a negative k_scale), which would turn the maximum into a minimum.
-  const bool prescale = p.sm_scale_log2 < 0.0f;
-  const float sc = prescale ? 1.0f : p.sm_scale_log2;
-
-  // K as the A operand of S^T (rows = keys lane % 16, chunk + lane / 16); V^T as the A
-  // operand of O^T, read transposed (keys lane % 8 + 8 (lane / 16), chunk + (lane / 8) % 2).
-  const SwizzledLane<D> k_lane(smem + L::k, lane % 16, lane / 16);
-  const SwizzledLane<D> v_lane(smem + L::v, lane % 8 + 8 * (lane / 16), (lane / 8) % 2);
-
-  // O^T: tile m, c[0..3] = dims 16 m + g (+ 8 for c[2], c[3]) of rows 2 t4 (c[0], c[2])
-  // and 2 t4 + 1 (c[1], c[3]). The lane's two rows' maxima (base-2, scaled) and its
-  // share of their sums (its keys only; summed over the row's lanes at the end).
-  float o[L::kSteps][4];
-#pragma unroll
-  for (int m = 0; m < L::kSteps; ++m) o[m][0] = o[m][1] = o[m][2] = o[m][3] = 0.0f;
-  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f};
-
-  for (int t = 0; t < num_tiles; ++t) {
-    const int key0 = key_begin + t * step;
-    timeline.tile(t, num_tiles);
-    const unsigned off = unsigned((t & 1) * L::stage);
-
-    // S^T = K Q^T: keys g and g + 8 of rows 2 t4, 2 t4 + 1. Even and odd k-steps
-    // accumulate separately (two chains of dependent mma instead of one).
-    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f}, s_odd[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-    for (int ks = 0; ks < L::kSteps; ++ks) {
-      std::uint32_t a[4];
-      mma::ldmatrix_x4(a, k_lane.at(0, 2 * ks, off));
-      mma::m16n8k16<T>(ks % 2 ? s_odd : s, a, qf[ks][0], qf[ks][1]);
-    }
-#pragma unroll
-    for (int e = 0; e < 4; ++e) s[e] = (s[e] + s_odd[e]) * (prescale ? p.sm_scale_log2 : 1.0f);
-    if (key0 + kKeys > key_end) {  // the copies zero-filled keys past the end
-      if (key0 + g >= key_end) s[0] = s[1] = -INFINITY;
-      if (key0 + g + 8 >= key_end) s[2] = s[3] = -INFINITY;
-    }
-
-    // Online softmax per row: the maximum over the tile's keys sits in the 8 lanes of
-    // equal lane % 4.
-    float mx[2] = {fmaxf(s[0], s[2]), fmaxf(s[1], s[3])};
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 4));
-      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 8));
-      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 16));
-    }
-    float base[2], rescale[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const float m_new = fmaxf(row_max[h], mx[h] * sc);
-      base[h] = m_new == -INFINITY ? 0.0f : m_new;  // no key seen yet: every weight is 0
-      rescale[h] = exp2_approx(row_max[h] - base[h]);
-      row_max[h] = m_new;
-    }
-    const float p0 = exp2_approx(fmaf(s[0], sc, -base[0])), p1 = exp2_approx(fmaf(s[1], sc, -base[1]));
-    const float p2 = exp2_approx(fmaf(s[2], sc, -base[0])), p3 = exp2_approx(fmaf(s[3], sc, -base[1]));
-    row_sum[0] = row_sum[0] * rescale[0] + (p0 + p2);
-    row_sum[1] = row_sum[1] * rescale[1] + (p1 + p3);
-    // A row's maximum rarely moves after the first tiles: skip the rescale then.
-    if (__any_sync(0xffffffffu, rescale[0] != 1.0f || rescale[1] != 1.0f)) {
-#pragma unroll
-      for (int m = 0; m < L::kSteps; ++m) {
-        o[m][0] *= rescale[0];
-        o[m][2] *= rescale[0];
-        o[m][1] *= rescale[1];
-        o[m][3] *= rescale[1];
-      }
-    }
-
-    // P^T as the B operand of O^T (k = keys 2 t4 + {0, 1} and + 8, n = row g): the
-    // transposes of the score fragments of keys 0-7 and 8-15.
-    const std::uint32_t pb0 = mma::movmatrix_trans(mma::pack2<T>(p0, p1));
-    const std::uint32_t pb1 = mma::movmatrix_trans(mma::pack2<T>(p2, p3));
-#pragma unroll
-    for (int m = 0; m < L::kSteps; ++m) {
-      std::uint32_t a[4];
-      mma::ldmatrix_x4_trans(a, v_lane.at(0, 2 * m, off));
-      mma::m16n8k16<T>(o[m], a, pb0, pb1);
-    }
-
+  // After tile t: its stage refilled with tile t + 2, until tile t + 1 has landed.
+  __device__ __forceinline__ void refill(int t, PagesAhead<L::kKeys>& ahead) const {
     __syncwarp();  // every lane is done with this stage before tile t + 2 refills it
-    if (t + 2 < num_tiles) load_kv(t + 2);
+    if (t + 2 < num_tiles) load(t + 2, ahead);
     ptx::cp_async_commit();
     ptx::cp_async_wait_group<1>();  // tile t + 1
     __syncwarp();
   }
+};
 
-  // Epilogue: each row's sum over its 8 lanes, then O (normalised, times v_scale) and
-  // the LSE staged in the K stages as [row][dim] floats, and written out in rows of
-  // 8-element pieces: the output, or the item's partial state where its request has
-  // several chunks. Item warps leave the same state in their stages, in the layout
-  // of item_warps.cuh, and the CTA merges them.
-  timeline.tile(num_tiles, num_tiles);
-  ptx::cp_async_wait_all();
-  __syncwarp();
-  float norm[2];
+// Q as the B operand of S^T (n = row lane / 4, k = dims 2 (lane % 4) + {0, 1} and + 8),
+// held in registers for the whole item: ldmatrix of rows lane % 8, chunks 2 ks + lane / 8.
+template <int D>
+__device__ __forceinline__ void load_kq_q_fragments(std::uint32_t (&qf)[D / 16][2], const unsigned char* sq,
+                                                    int lane) {
+  const SwizzledLane<D> q_lane(sq, lane % 8, (lane / 8) % 2);
+#pragma unroll
+  for (int ks = 0; ks < D / 16; ++ks) mma::ldmatrix_x2(qf[ks], q_lane.at(0, 2 * ks));
+}
+
+// S^T = K Q^T of the tile in stage `off`: keys g and g + 8 of rows 2 t4, 2 t4 + 1. Even
+// and odd k-steps accumulate separately (two chains of dependent mma instead of one).
+// Scores stay raw unless the scale is negative (prescale). Keys past the item's end
+// (zero-filled by the copies) score -inf.
+template <class T, int D>
+__device__ __forceinline__ void kq_scores(float (&s)[4], const SwizzledLane<D>& k_lane,
+                                          const std::uint32_t (&qf)[D / 16][2], unsigned off,
+                                          const AttentionKernelParams& p, bool prescale, int key0,
+                                          int key_end, int g) {
+  constexpr int kKeys = DecodeKqTile<D>::kKeys;
+  float s_odd[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (int ks = 0; ks < D / 16; ++ks) {
+    std::uint32_t a[4];
+    mma::ldmatrix_x4(a, k_lane.at(0, 2 * ks, off));
+    mma::m16n8k16<T>(ks % 2 ? s_odd : s, a, qf[ks][0], qf[ks][1]);
+  }
+#pragma unroll
+  for (int e = 0; e < 4; ++e) s[e] = (s[e] + s_odd[e]) * (prescale ? p.sm_scale_log2 : 1.0f);
+  if (key0 + kKeys > key_end) {
+    if (key0 + g >= key_end) s[0] = s[1] = -INFINITY;
+    if (key0 + g + 8 >= key_end) s[2] = s[3] = -INFINITY;
+  }
+}
+
+// Online softmax of the tile per row (base 2, the scale sc in the exponent): the
+// lane's two rows' maxima (scaled) and its share of their sums (its keys only; summed
+// over the row's lanes at the end). The maximum over the tile's keys sits in the 8
+// lanes of equal lane % 4. Leaves the probabilities in s and the rows' rescale
+// factors; returns whether any of the warp's differs from 1.
+__device__ __forceinline__ bool kq_online_softmax(float (&s)[4], float (&row_max)[2], float (&row_sum)[2],
+                                                  float (&rescale)[2], float sc) {
+  float mx[2] = {fmaxf(s[0], s[2]), fmaxf(s[1], s[3])};
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    float sum = row_sum[h];
-    sum += __shfl_xor_sync(0xffffffffu, sum, 4);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 8);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 16);
-    row_sum[h] = sum;
-    norm[h] = sum > 0.0f ? p.v_scale / sum : 0.0f;
+    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 4));
+    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 8));
+    mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 16));
   }
-  if constexpr (kItemWarps) {
-    unsigned char* scratch = smem + L::k;
+  float base[2];
 #pragma unroll
-    for (int m = 0; m < L::kSteps; ++m) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) warp_state_o<D>(scratch, 2 * t4 + e % 2)[16 * m + g + 8 * (e / 2)] = o[m][e] * norm[e % 2];
-    }
-    if (g == 0) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        warp_state_lse<D>(scratch)[2 * t4 + h] = row_sum[h] > 0.0f ? row_max[h] + __log2f(row_sum[h]) : -INFINITY;
-      }
-    }
-    merge_item_warps<TO, D>(
-        p, item, r, rows, [&](int w) { return smem_cta + w * L::kTileBytes + L::k; },
-        [&](int i) { return packed_row(p, item, group, i); });
-    return;
+  for (int h = 0; h < 2; ++h) {
+    const float m_new = fmaxf(row_max[h], mx[h] * sc);
+    base[h] = m_new == -INFINITY ? 0.0f : m_new;  // no key seen yet: every weight is 0
+    rescale[h] = exp2_approx(row_max[h] - base[h]);
+    row_max[h] = m_new;
   }
-  float* so = reinterpret_cast<float*>(smem + L::k);
-  float* slse = so + L::kRows * L::kOutStride;
+  const float p0 = exp2_approx(fmaf(s[0], sc, -base[0])), p1 = exp2_approx(fmaf(s[1], sc, -base[1]));
+  const float p2 = exp2_approx(fmaf(s[2], sc, -base[0])), p3 = exp2_approx(fmaf(s[3], sc, -base[1]));
+  row_sum[0] = row_sum[0] * rescale[0] + (p0 + p2);
+  row_sum[1] = row_sum[1] * rescale[1] + (p1 + p3);
+  s[0] = p0, s[1] = p1, s[2] = p2, s[3] = p3;
+  // A row's maximum rarely moves after the first tiles: the rescale is skipped then.
+  return __any_sync(0xffffffffu, rescale[0] != 1.0f || rescale[1] != 1.0f);
+}
+
+// O^T rows times their rescale factors (row 2 t4 in c[0], c[2], row 2 t4 + 1 in c[1], c[3]).
+template <int kSteps>
+__device__ __forceinline__ void rescale_kq_rows(float (&o)[kSteps][4], const float (&rescale)[2]) {
 #pragma unroll
-  for (int m = 0; m < L::kSteps; ++m) {
+  for (int m = 0; m < kSteps; ++m) {
+    o[m][0] *= rescale[0];
+    o[m][2] *= rescale[0];
+    o[m][1] *= rescale[1];
+    o[m][3] *= rescale[1];
+  }
+}
+
+// O^T += V^T P^T of the tile in stage `off`, P^T as the B operand (k = keys 2 t4 +
+// {0, 1} and + 8, n = row g): the transposes of the probability fragments of keys
+// 0-7 and 8-15.
+template <class T, int D>
+__device__ __forceinline__ void kq_pv(float (&o)[D / 16][4], const float (&pr)[4],
+                                      const SwizzledLane<D>& v_lane, unsigned off) {
+  const std::uint32_t pb0 = mma::movmatrix_trans(mma::pack2<T>(pr[0], pr[1]));
+  const std::uint32_t pb1 = mma::movmatrix_trans(mma::pack2<T>(pr[2], pr[3]));
+#pragma unroll
+  for (int m = 0; m < D / 16; ++m) {
+    std::uint32_t a[4];
+    mma::ldmatrix_x4_trans(a, v_lane.at(0, 2 * m, off));
+    mma::m16n8k16<T>(o[m], a, pb0, pb1);
+  }
+}
+
+// The lane's rows of O^T (times norm) and their base-2 LSEs as [row][dim] floats,
+// kStride floats a row: o[m][e] is dim 16 m + g + 8 (e / 2) of row 2 t4 + e % 2.
+template <int kStride, int kSteps>
+__device__ __forceinline__ void stage_kq_state(float* so, float* slse, const float (&o)[kSteps][4],
+                                               const float (&row_max)[2], const float (&row_sum)[2],
+                                               const float (&norm)[2], int g, int t4) {
+#pragma unroll
+  for (int m = 0; m < kSteps; ++m) {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int row = 2 * t4 + e % 2, dim = 16 * m + g + 8 * (e / 2);
-      so[row * L::kOutStride + dim] = o[m][e] * norm[e % 2];
+      so[row * kStride + dim] = o[m][e] * norm[e % 2];
     }
   }
   if (g == 0) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) slse[2 * t4 + h] = row_sum[h] > 0.0f ? row_max[h] + __log2f(row_sum[h]) : -INFINITY;
   }
-  __syncwarp();
+}
+
+// The staged rows (stage_kq_state) written out in rows of 8-element pieces: the
+// output, or the item's partial state where its request has several chunks.
+template <class TO, int D>
+__device__ __forceinline__ void write_kq_rows(const AttentionKernelParams& p, const detail::WorkItem& item,
+                                              const detail::RequestInfo& r, const float* so,
+                                              const float* slse, int rows, int group, int lane) {
+  constexpr int kStride = DecodeKqTile<D>::kOutStride;
   const bool split = r.num_chunks > 1;
   constexpr int kPieces = D / 8;
   for (int u = lane; u < rows * kPieces; u += 32) {
     const int i = u / kPieces, e = (u % kPieces) * 8;
-    const float* src = so + i * L::kOutStride + e;
+    const float* src = so + i * kStride + e;
     const float4 x0 = *reinterpret_cast<const float4*>(src), x1 = *reinterpret_cast<const float4*>(src + 4);
     const PackedRow row = packed_row(p, item, group, i);
     if (split) {
@@ -279,6 +240,112 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32)
       if (e == 0 && p.lse) p.lse[orow * p.lse_stride_n + row.head * p.lse_stride_h] = slse[i];
     }
   }
+}
+
+// The epilogue: each row's sum over its 8 lanes, then O (normalised, times v_scale)
+// and the LSE staged in the K stages, once no copy lands there any more. Item warps
+// leave their states there in the layout of item_warps.cuh and the CTA merges them;
+// a one-warp CTA writes its staged rows.
+template <class TO, int D, bool kItemWarps>
+__device__ __forceinline__ void finish_kq_item(const AttentionKernelParams& p, const detail::WorkItem& item,
+                                               const detail::RequestInfo& r, const float (&o)[D / 16][4],
+                                               const float (&row_max)[2], float (&row_sum)[2], int rows,
+                                               int group, unsigned char* smem_cta, unsigned char* smem,
+                                               int lane, int g, int t4) {
+  using L = DecodeKqTile<D>;
+  ptx::cp_async_wait_all();
+  __syncwarp();
+  float norm[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float sum = row_sum[h];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 4);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 8);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 16);
+    row_sum[h] = sum;
+    norm[h] = sum > 0.0f ? p.v_scale / sum : 0.0f;
+  }
+  if constexpr (kItemWarps) {
+    unsigned char* scratch = smem + L::k;
+    stage_kq_state<D>(warp_state_o<D>(scratch, 0), warp_state_lse<D>(scratch), o, row_max, row_sum, norm, g,
+                      t4);
+    merge_item_warps<TO, D>(
+        p, item, r, rows, [&](int w) { return smem_cta + w * L::kTileBytes + L::k; },
+        [&](int i) { return packed_row(p, item, group, i); });
+  } else {
+    float* so = reinterpret_cast<float*>(smem + L::k);
+    float* slse = so + L::kRows * L::kOutStride;
+    stage_kq_state<L::kOutStride>(so, slse, o, row_max, row_sum, norm, g, t4);
+    __syncwarp();
+    write_kq_rows<TO, D>(p, item, r, so, slse, rows, group, lane);
+  }
+}
+
+// One warp per CTA, or with kItemWarps one of the CTA's item warps (item_warps.cuh).
+template <class T, class TO, int D, bool kItemWarps>
+__global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32)
+    decode_kq_kernel(const __grid_constant__ AttentionKernelParams p) {
+  using L = DecodeKqTile<D>;
+  constexpr int kKeys = L::kKeys;
+  extern __shared__ __align__(128) unsigned char smem_cta[];
+  const detail::WorkItem item = load_work_item(p.items + blockIdx.x);
+  if (unused_item(item)) return;  // grid sized for the capacity
+  WarpTimeline timeline(p);
+  PagesAhead<kKeys> ahead;  // the pages of the warp's next tile to load
+  const DecodeItemStart<kKeys, kItemWarps> start(p, item, ahead);
+  const int lane = int(threadIdx.x) % 32, g = lane / 4, t4 = lane % 4;
+  unsigned char* smem = kItemWarps ? smem_cta + int(threadIdx.x) / 32 * L::kTileBytes : smem_cta;
+  const int rows = item.row_end - item.row_begin;
+  const int group = p.group_size;
+  // Decode items hold one token per request, so every row sees the same keys: the
+  // only mask is the end of the last tile. Item warps take tiles w, w + W, ...
+  const ItemKeys keys = start.warp_keys(p, item);
+  const int key_begin = keys.key_begin, key_end = keys.key_end;
+  const int num_tiles = keys.num_tiles(kKeys);
+  const int step = keys.tile_step(kKeys);  // tile t: keys [key_begin + t * step, + kKeys)
+
+  // The swizzled addressing (SwizzledLane) needs 128-byte aligned tiles.
+  if ((static_cast<unsigned>(__cvta_generic_to_shared(smem)) & 127u) != 0) __trap();
+  unsigned char* sq = smem + L::q;
+  load_tile16<32, L::kRows, D, SwizzledRows, kItemWarps>(
+      sq, [&](int i) { return packed_q_row(p, item, start.r, group, i); }, rows);
+  ptx::cp_async_commit();
+  const ItemRows kv_rows = item_rows(p, item, sizeof(T));
+  const KqStages<T, D, kItemWarps> stages{smem,      start.locate, kv_rows.k, kv_rows.v,
+                                          key_begin, key_end,      step,      num_tiles};
+  stages.load_first(start, ahead);
+
+  std::uint32_t qf[L::kSteps][2];
+  load_kq_q_fragments<D>(qf, sq, lane);
+  // Scores stay raw and the base-2 scale is folded into the exponent, unless it is
+  // negative (a negative k_scale), which would turn the maximum into a minimum.
+  const bool prescale = p.sm_scale_log2 < 0.0f;
+  const float sc = prescale ? 1.0f : p.sm_scale_log2;
+  // K as the A operand of S^T (rows = keys lane % 16, chunk + lane / 16); V^T as the A
+  // operand of O^T, read transposed (keys lane % 8 + 8 (lane / 16), chunk + (lane / 8) % 2).
+  const SwizzledLane<D> k_lane(smem + L::k, lane % 16, lane / 16);
+  const SwizzledLane<D> v_lane(smem + L::v, lane % 8 + 8 * (lane / 16), (lane / 8) % 2);
+  // O^T: tile m, c[0..3] = dims 16 m + g (+ 8 for c[2], c[3]) of rows 2 t4 (c[0], c[2])
+  // and 2 t4 + 1 (c[1], c[3]).
+  float o[L::kSteps][4];
+#pragma unroll
+  for (int m = 0; m < L::kSteps; ++m) o[m][0] = o[m][1] = o[m][2] = o[m][3] = 0.0f;
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.0f, 0.0f};
+
+  for (int t = 0; t < num_tiles; ++t) {
+    const int key0 = key_begin + t * step;
+    timeline.tile(t, num_tiles);
+    const unsigned off = unsigned((t & 1) * L::stage);
+    float s[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    kq_scores<T, D>(s, k_lane, qf, off, p, prescale, key0, key_end, g);
+    float rescale[2];
+    if (kq_online_softmax(s, row_max, row_sum, rescale, sc)) rescale_kq_rows(o, rescale);
+    kq_pv<T, D>(o, s, v_lane, off);
+    stages.refill(t, ahead);
+  }
+  timeline.tile(num_tiles, num_tiles);
+  finish_kq_item<TO, D, kItemWarps>(p, item, start.r, o, row_max, row_sum, rows, group, smem_cta, smem, lane,
+                                    g, t4);
 }
 
 // Launch, occupancy and item warps of the tile (dynamic shared memory above 48 KiB
