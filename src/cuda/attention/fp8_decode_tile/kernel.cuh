@@ -27,6 +27,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "cuda/attention/tile/bad_item.cuh"
 #include "cuda/attention/tile/decode_item_start.cuh"
 #include "cuda/attention/tile/item_keys.cuh"
 #include "cuda/attention/tile/item_warps.cuh"
@@ -545,6 +546,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
   timeline.tile(num_tiles, num_tiles);
   finish_fp8_item<TO, D, kItemWarps>(p, item, start.r, o, row_max, row_sum, sc, rows, group, smem_cta, smem,
                                      g, t4);
+  discard_bad_item<TO, D, !kItemWarps>(p, item, start.r, rows, start.locate.bad);
 }
 
 template <class TQ, class TKV, class TO, int D, bool kItemWarps_ = false>
