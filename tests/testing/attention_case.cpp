@@ -209,32 +209,88 @@ Built build(const AttentionCase& c, Device device, std::mt19937_64& rng) {
   return b;
 }
 
-void run_wrapper(const AttentionCase& c, Device device, Built& b) {
-  const auto batch = std::int64_t(c.qo_lens.size());
-  const Tensor qo_indptr = int32_tensor(b.qo_indptr), kv_indptr = int32_tensor(b.kv_indptr);
-  RunOptions run{.lse = b.lse.device, .k_scale = c.k_scale, .v_scale = c.v_scale};
+// What one wrapper call reads and writes: views of a Built's buffers (on the run's
+// device) and the host lengths of the requests it runs.
+struct CallViews {
+  std::vector<std::int32_t> qo_indptr, kv_indptr;  // paged: kv_indptr in pages (PageTable's)
+  TensorView q, out, lse, k, v, mask;
   PageTable table;
+  PagedKVCache cache;
+};
+
+CallViews whole_batch(const AttentionCase& c, Device device, const Built& b) {
+  CallViews v{b.qo_indptr, b.kv_indptr, b.q.device, b.out.device, b.lse.device, b.k.device, b.v.device,
+              b.mask.device, {}, b.cache_device};
   if (c.wrapper != Wrapper::kRaggedPrefill) {
-    table = b.table.view();
-    if (!device.is_cpu()) table.indices = b.indices_device;
+    v.kv_indptr = to_vector_i32(b.table.indptr);
+    v.table = b.table.view();
+    if (!device.is_cpu()) v.table.indices = b.indices_device;
   }
+  return v;
+}
+
+// Requests [first, last) of the batch as a batch of their own: the same inputs, sliced.
+CallViews some_requests(const AttentionCase& c, Device device, const Built& b, std::int64_t first,
+                        std::int64_t last) {
+  CallViews v = whole_batch(c, device, b);
+  const auto rebase = [&](const std::vector<std::int32_t>& indptr) {
+    std::vector<std::int32_t> out;
+    for (std::int64_t i = first; i <= last; ++i) out.push_back(indptr[std::size_t(i)] - indptr[std::size_t(first)]);
+    return out;
+  };
+  const std::int64_t q0 = b.qo_indptr[std::size_t(first)], q1 = b.qo_indptr[std::size_t(last)];
+  v.qo_indptr = rebase(b.qo_indptr);
+  v.q = v.q.slice(0, q0, q1);
+  v.out = v.out.slice(0, q0, q1);
+  if (v.lse.defined()) v.lse = v.lse.slice(0, q0, q1);
+  if (c.wrapper == Wrapper::kRaggedPrefill) {
+    const int dim = c.layout == KVLayout::kNHD ? 0 : 1;
+    const std::int64_t k0 = b.kv_indptr[std::size_t(first)], k1 = b.kv_indptr[std::size_t(last)];
+    v.kv_indptr = rebase(b.kv_indptr);
+    v.k = v.k.slice(dim, k0, k1);
+    v.v = v.v.slice(dim, k0, k1);
+  } else {
+    const std::vector<std::int32_t> pages = to_vector_i32(b.table.indptr);
+    v.kv_indptr = rebase(pages);
+    v.table.indptr = TensorView();  // set by run_wrapper from kv_indptr
+    v.table.indices = v.table.indices.slice(0, pages[std::size_t(first)], pages[std::size_t(last)]);
+    v.table.last_page_len = v.table.last_page_len.slice(0, first, last);
+  }
+  if (v.mask.defined()) {  // each request's mask on its own (packed: whole bytes each)
+    std::int64_t m0 = 0, m1 = 0;
+    for (std::int64_t r = 0; r < last; ++r) {
+      const std::int64_t n = std::int64_t(c.qo_lens[std::size_t(r)]) * c.kv_lens[std::size_t(r)];
+      const std::int64_t len = c.packed_mask ? (n + 7) / 8 : n;
+      if (r < first) m0 += len;
+      m1 += len;
+    }
+    v.mask = v.mask.slice(0, m0, m1);
+  }
+  return v;
+}
+
+void run_wrapper(const AttentionCase& c, Device device, const CallViews& in) {
+  const Tensor qo_indptr = int32_tensor(in.qo_indptr), kv_indptr = int32_tensor(in.kv_indptr);
+  RunOptions run{.lse = in.lse, .k_scale = c.k_scale, .v_scale = c.v_scale};
+  PageTable table = in.table;
+  if (c.wrapper != Wrapper::kRaggedPrefill) table.indptr = kv_indptr;
   switch (c.wrapper) {
     case Wrapper::kRaggedPrefill: {
       BatchPrefillWithRaggedKVCache w(device, c.layout);
       w.plan({.qo_indptr = qo_indptr, .kv_indptr = kv_indptr, .num_qo_heads = c.num_qo_heads,
               .num_kv_heads = c.num_kv_heads, .head_dim_qk = c.head_dim_qk, .head_dim_vo = c.head_dim_vo,
-              .options = c.options, .custom_mask = b.mask.device, .q_dtype = c.q_dtype, .kv_dtype = c.kv_dtype,
+              .options = c.options, .custom_mask = in.mask, .q_dtype = c.q_dtype, .kv_dtype = c.kv_dtype,
               .o_dtype = c.o_dtype, .split = c.split});
-      w.run(b.q.device, b.k.device, b.v.device, b.out.device, run);
+      w.run(in.q, in.k, in.v, in.out, run);
       break;
     }
     case Wrapper::kPagedPrefill: {
       BatchPrefillWithPagedKVCache w(device, c.layout);
       w.plan({.qo_indptr = qo_indptr, .page_table = table, .num_qo_heads = c.num_qo_heads,
               .num_kv_heads = c.num_kv_heads, .head_dim = c.head_dim_qk, .page_size = c.page_size,
-              .options = c.options, .custom_mask = b.mask.device, .q_dtype = c.q_dtype, .kv_dtype = c.kv_dtype,
+              .options = c.options, .custom_mask = in.mask, .q_dtype = c.q_dtype, .kv_dtype = c.kv_dtype,
               .o_dtype = c.o_dtype, .split = c.split});
-      w.run(b.q.device, b.cache_device, b.out.device, run);
+      w.run(in.q, in.cache, in.out, run);
       break;
     }
     case Wrapper::kDecode: {
@@ -242,11 +298,14 @@ void run_wrapper(const AttentionCase& c, Device device, Built& b) {
       w.plan({.page_table = table, .num_qo_heads = c.num_qo_heads, .num_kv_heads = c.num_kv_heads,
               .head_dim = c.head_dim_qk, .page_size = c.page_size, .options = c.options, .q_dtype = c.q_dtype,
               .kv_dtype = c.kv_dtype, .o_dtype = c.o_dtype, .split = c.split});
-      w.run(b.q.device, b.cache_device, b.out.device, run);
+      w.run(in.q, in.cache, in.out, run);
       break;
     }
   }
-  (void)batch;
+}
+
+void run_wrapper(const AttentionCase& c, Device device, Built& b) {
+  run_wrapper(c, device, whole_batch(c, device, b));
   b.out.to_host();
   b.lse.to_host();
 }
@@ -322,6 +381,23 @@ CaseOutput run_attention_case_raw(const AttentionCase& c, Device device) {
   run_wrapper(c, device, b);
   return read_case_output(b.out.host, b.lse.host, b.qo_indptr.back(), c.num_qo_heads, c.head_dim_vo, c.o_dtype,
                           c.with_lse);
+}
+
+std::vector<CaseOutput> run_attention_case_requests(const AttentionCase& c, Device device,
+                                                    std::span<const RequestRange> ranges) {
+  std::mt19937_64 rng(c.seed);
+  Built b = build(c, device, rng);
+  std::vector<CaseOutput> outs;
+  for (const RequestRange& range : ranges) {
+    run_wrapper(c, device, some_requests(c, device, b, range.first, range.last));
+    b.out.to_host();
+    b.lse.to_host();
+    const std::int64_t q0 = b.qo_indptr[std::size_t(range.first)], q1 = b.qo_indptr[std::size_t(range.last)];
+    outs.push_back(read_case_output(b.out.host.slice(0, q0, q1),
+                                    c.with_lse ? b.lse.host.slice(0, q0, q1) : TensorView(), q1 - q0,
+                                    c.num_qo_heads, c.head_dim_vo, c.o_dtype, c.with_lse));
+  }
+  return outs;
 }
 
 CaseOutput read_case_output(const TensorView& o, const TensorView& lse, std::int64_t nnz_q, std::int64_t heads,
