@@ -209,6 +209,19 @@ Built build(const AttentionCase& c, Device device, std::mt19937_64& rng) {
   return b;
 }
 
+// `args` (the problem's shape and arrays) with what every plan takes from the case:
+// options, the custom mask (prefill), dtypes and split.
+template <class Args>
+Args with_case_fields(const AttentionCase& c, const Built& b, Args args) {
+  args.options = c.options;
+  if constexpr (requires { args.custom_mask; }) args.custom_mask = b.mask.device;
+  args.q_dtype = c.q_dtype;
+  args.kv_dtype = c.kv_dtype;
+  args.o_dtype = c.o_dtype;
+  args.split = c.split;
+  return args;
+}
+
 void run_wrapper(const AttentionCase& c, Device device, Built& b) {
   const auto batch = std::int64_t(c.qo_lens.size());
   const Tensor qo_indptr = int32_tensor(b.qo_indptr), kv_indptr = int32_tensor(b.kv_indptr);
@@ -221,27 +234,28 @@ void run_wrapper(const AttentionCase& c, Device device, Built& b) {
   switch (c.wrapper) {
     case Wrapper::kRaggedPrefill: {
       BatchPrefillWithRaggedKVCache w(device, c.layout);
-      w.plan({.qo_indptr = qo_indptr, .kv_indptr = kv_indptr, .num_qo_heads = c.num_qo_heads,
-              .num_kv_heads = c.num_kv_heads, .head_dim_qk = c.head_dim_qk, .head_dim_vo = c.head_dim_vo,
-              .options = c.options, .custom_mask = b.mask.device, .q_dtype = c.q_dtype, .kv_dtype = c.kv_dtype,
-              .o_dtype = c.o_dtype, .split = c.split});
+      w.plan(with_case_fields(c, b,
+                              RaggedPrefillPlanArgs{.qo_indptr = qo_indptr, .kv_indptr = kv_indptr,
+                                                    .num_qo_heads = c.num_qo_heads, .num_kv_heads = c.num_kv_heads,
+                                                    .head_dim_qk = c.head_dim_qk, .head_dim_vo = c.head_dim_vo}));
       w.run(b.q.device, b.k.device, b.v.device, b.out.device, run);
       break;
     }
     case Wrapper::kPagedPrefill: {
       BatchPrefillWithPagedKVCache w(device, c.layout);
-      w.plan({.qo_indptr = qo_indptr, .page_table = table, .num_qo_heads = c.num_qo_heads,
-              .num_kv_heads = c.num_kv_heads, .head_dim = c.head_dim_qk, .page_size = c.page_size,
-              .options = c.options, .custom_mask = b.mask.device, .q_dtype = c.q_dtype, .kv_dtype = c.kv_dtype,
-              .o_dtype = c.o_dtype, .split = c.split});
+      w.plan(with_case_fields(c, b,
+                              PagedPrefillPlanArgs{.qo_indptr = qo_indptr, .page_table = table,
+                                                   .num_qo_heads = c.num_qo_heads, .num_kv_heads = c.num_kv_heads,
+                                                   .head_dim = c.head_dim_qk, .page_size = c.page_size}));
       w.run(b.q.device, b.cache_device, b.out.device, run);
       break;
     }
     case Wrapper::kDecode: {
       BatchDecodeWithPagedKVCache w(device, c.layout);
-      w.plan({.page_table = table, .num_qo_heads = c.num_qo_heads, .num_kv_heads = c.num_kv_heads,
-              .head_dim = c.head_dim_qk, .page_size = c.page_size, .options = c.options, .q_dtype = c.q_dtype,
-              .kv_dtype = c.kv_dtype, .o_dtype = c.o_dtype, .split = c.split});
+      w.plan(with_case_fields(c, b,
+                              DecodePlanArgs{.page_table = table, .num_qo_heads = c.num_qo_heads,
+                                             .num_kv_heads = c.num_kv_heads, .head_dim = c.head_dim_qk,
+                                             .page_size = c.page_size}));
       w.run(b.q.device, b.cache_device, b.out.device, run);
       break;
     }
@@ -317,9 +331,7 @@ double attention_atol(DType q_dtype, DType kv_dtype, DType o_dtype) {
 }
 
 CaseOutput run_attention_case_raw(const AttentionCase& c, Device device) {
-  std::mt19937_64 rng(c.seed);
-  Built b = build(c, device, rng);
-  run_wrapper(c, device, b);
+  const Built b = built_and_run(c, device, build, run_wrapper);
   return read_case_output(b.out.host, b.lse.host, b.qo_indptr.back(), c.num_qo_heads, c.head_dim_vo, c.o_dtype,
                           c.with_lse);
 }
@@ -336,9 +348,7 @@ CaseOutput read_case_output(const TensorView& o, const TensorView& lse, std::int
 }
 
 CaseReport run_attention_case(const AttentionCase& c, Device device) {
-  std::mt19937_64 rng(c.seed);
-  Built b = build(c, device, rng);
-  run_wrapper(c, device, b);
+  const Built b = built_and_run(c, device, build, run_wrapper);
 
   CaseReport rep;
   const auto batch = std::int64_t(c.qo_lens.size());
