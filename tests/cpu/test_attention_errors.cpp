@@ -5,42 +5,26 @@
 #include "kvinfer/kvinfer.hpp"
 #include "testing/expect_error.hpp"
 #include "testing/random.hpp"
+#include "testing/small_problem.hpp"
 
 namespace kvinfer::testing {
 namespace {
 
-struct Fixture {
+struct Fixture : SmallProblem {
   // Two requests: qo 3 / kv 20, qo 2 / kv 7; Hq 4, Hk 2, D 64; page 16.
-  std::vector<std::int32_t> qo{0, 3, 5}, kv{0, 20, 27};
-  Tensor qo_indptr = int32_tensor(qo), kv_indptr = int32_tensor(kv);
+  Fixture()
+      : SmallProblem{int32_tensor({0, 3, 5}), int32_tensor({0, 20, 27}), int32_tensor({0, 2, 3}),
+                     int32_tensor({3, 0, 1}), int32_tensor({4, 7})} {}
   Tensor q = Tensor::zeros({5, 4, 64}, DType::kBF16), out = Tensor::zeros({5, 4, 64}, DType::kBF16);
   Tensor k = Tensor::zeros({27, 2, 64}, DType::kBF16), v = Tensor::zeros({27, 2, 64}, DType::kBF16);
   Tensor cache = Tensor::zeros({4, 2, 16, 2, 64}, DType::kBF16);
-  std::vector<std::int32_t> page_indptr{0, 2, 3}, pages{3, 0, 1}, last{4, 7};
-  Tensor p_indptr = int32_tensor(page_indptr), p_indices = int32_tensor(pages), p_last = int32_tensor(last);
-  PageTable table() const { return {p_indptr, p_indices, p_last}; }
-
-  RaggedPrefillPlanArgs ragged() const {
-    return {.qo_indptr = qo_indptr, .kv_indptr = kv_indptr, .num_qo_heads = 4, .num_kv_heads = 2, .head_dim_qk = 64};
-  }
-  PagedPrefillPlanArgs paged() const {
-    return {.qo_indptr = qo_indptr, .page_table = table(), .num_qo_heads = 4, .num_kv_heads = 2, .head_dim = 64,
-            .page_size = 16};
-  }
-  DecodePlanArgs decode() const {
-    return {.page_table = table(), .num_qo_heads = 4, .num_kv_heads = 2, .head_dim = 64, .page_size = 16};
-  }
 };
 
 TEST(AttentionErrors, PlanArguments) {
   Fixture f;
   BatchPrefillWithRaggedKVCache w;
   Tensor i64 = Tensor::zeros({3}, DType::kI64);
-  auto with = [&](auto edit) {
-    RaggedPrefillPlanArgs a = f.ragged();
-    edit(a);
-    return [a, &w] { w.plan(a); };
-  };
+  auto with = [&](auto edit) { return plan_edited(w, f.ragged(), edit); };
   expect_error(with([&](auto& a) { a.qo_indptr = i64; }), "qo_indptr.dtype", "int32");
   Tensor bad_start = int32_tensor(std::vector<std::int32_t>{1, 3, 5});
   expect_error(with([&](auto& a) { a.qo_indptr = bad_start; }), "qo_indptr[0]");
@@ -70,37 +54,23 @@ TEST(AttentionErrors, PlanArguments) {
                "options.alibi_slopes.size()");
   expect_error(with([&](auto& a) { a.split.fixed_split_size = 0; }), "split.fixed_split_size");
   expect_error(with([&](auto& a) { a.options.mask_mode = MaskMode::kCustom; }), "custom_mask");
+  // A mask with a mask mode.
+  const auto with_mask = [&](MaskMode mode, const Tensor& mask) {
+    return with([mode, &mask](auto& a) {
+      a.options.mask_mode = mode;
+      a.custom_mask = mask;
+    });
+  };
   Tensor mask = Tensor::zeros({3 * 20 + 2 * 7}, DType::kBool);
-  expect_error(with([&](auto& a) {
-                 a.options.mask_mode = MaskMode::kCausal;
-                 a.custom_mask = mask;
-               }),
-               "custom_mask", "causal");
+  expect_error(with_mask(MaskMode::kCausal, mask), "custom_mask", "causal");
   Tensor short_mask = Tensor::zeros({73}, DType::kBool);
-  expect_error(with([&](auto& a) {
-                 a.options.mask_mode = MaskMode::kCustom;
-                 a.custom_mask = short_mask;
-               }),
-               "custom_mask.shape[0]");
+  expect_error(with_mask(MaskMode::kCustom, short_mask), "custom_mask.shape[0]");
   Tensor packed_wrong = Tensor::zeros({10}, DType::kU8);  // needs ceil(60/8) + ceil(14/8) = 8 + 2 bytes
-  EXPECT_NO_THROW(w.plan([&] {
-    RaggedPrefillPlanArgs a = f.ragged();
-    a.options.mask_mode = MaskMode::kCustom;
-    a.custom_mask = packed_wrong;
-    return a;
-  }()));
+  EXPECT_NO_THROW(with_mask(MaskMode::kCustom, packed_wrong)());
   Tensor packed_short = Tensor::zeros({9}, DType::kU8);
-  expect_error(with([&](auto& a) {
-                 a.options.mask_mode = MaskMode::kCustom;
-                 a.custom_mask = packed_short;
-               }),
-               "custom_mask.shape[0]", "byte");
+  expect_error(with_mask(MaskMode::kCustom, packed_short), "custom_mask.shape[0]", "byte");
   Tensor f32_mask = Tensor::zeros({74}, DType::kF32);
-  expect_error(with([&](auto& a) {
-                 a.options.mask_mode = MaskMode::kCustom;
-                 a.custom_mask = f32_mask;
-               }),
-               "custom_mask.dtype");
+  expect_error(with_mask(MaskMode::kCustom, f32_mask), "custom_mask.dtype");
   // Lengths must be host arrays for plan().
   TensorView on_gpu(f.qo_indptr.data(), DType::kI32, {3}, Device::cuda(0));
   expect_error(with([&](auto& a) { a.qo_indptr = on_gpu; }), "qo_indptr.device");
@@ -109,11 +79,7 @@ TEST(AttentionErrors, PlanArguments) {
 TEST(AttentionErrors, PagedPlanArguments) {
   Fixture f;
   BatchPrefillWithPagedKVCache w;
-  auto with = [&](auto edit) {
-    PagedPrefillPlanArgs a = f.paged();
-    edit(a);
-    return [a, &w] { w.plan(a); };
-  };
+  auto with = [&](auto edit) { return plan_edited(w, f.paged(), edit); };
   Tensor last_bad = int32_tensor(std::vector<std::int32_t>{17, 7});
   expect_error(with([&](auto& a) { a.page_table.last_page_len = last_bad; }), "kv_last_page_len[0]");
   Tensor last_zero = int32_tensor(std::vector<std::int32_t>{0, 7});
@@ -191,7 +157,7 @@ TEST(AttentionErrors, PagedRunArguments) {
   Tensor fp8 = Tensor::zeros({4, 2, 16, 2, 64}, DType::kE4M3);
   expect_error([&] { w.run(f.q, PagedKVCache::combined(fp8), f.out); }, "paged_kv_cache.k.dtype");
   // A page id beyond the cache: caught at run on the CPU.
-  f.p_indices.data_as<std::int32_t>()[1] = 4;
+  f.page_indices.data_as<std::int32_t>()[1] = 4;
   w.plan(f.paged());
   expect_error([&] { w.run(f.q, cache, f.out); }, "kv_indices[1]");
 }

@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <ctime>
 #include <optional>
 #include <random>
 
@@ -16,17 +15,10 @@
 #include "kvinfer/kvinfer.hpp"
 #include "testing/attention_case.hpp"
 #include "testing/random.hpp"
+#include "testing/thread_cpu_time.hpp"
 
 namespace kvinfer::testing {
 namespace {
-
-// CPU time of the calling thread in microseconds: the cost of the work itself on
-// one core, unaffected by other processes sharing the machine (tests run in parallel).
-double thread_cpu_us() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) * 1e6 + double(ts.tv_nsec) * 1e-3;
-}
 
 std::vector<std::uint16_t> bits(const Tensor& t) {
   std::vector<std::uint16_t> v(std::size_t(t.numel()));
@@ -251,12 +243,7 @@ TEST(CpuAttention, DecodePlanOfBatch256TakesUnder50Microseconds) {
   BatchDecodeWithPagedKVCache w;
   const DecodePlanArgs args{.page_table = t.view(), .num_qo_heads = 32, .num_kv_heads = 8, .head_dim = 128,
                             .page_size = 16};
-  std::vector<double> us;
-  for (int i = 0; i < 101; ++i) {
-    const double t0 = thread_cpu_us();
-    w.plan(args);
-    us.push_back(thread_cpu_us() - t0);
-  }
+  std::vector<double> us = thread_cpu_times(101, [&] { w.plan(args); });
   // The 10th percentile: thread CPU time still grows when a parallel test shares
   // the core's caches, which is not the cost of planning.
   std::nth_element(us.begin(), us.begin() + 10, us.end());

@@ -13,6 +13,7 @@
 #include "kvinfer/kvinfer.hpp"
 #include "testing/expect_error.hpp"
 #include "testing/random.hpp"
+#include "testing/small_problem.hpp"
 
 namespace kvinfer::testing {
 namespace {
@@ -20,22 +21,11 @@ namespace {
 constexpr std::int64_t kI64Max = std::numeric_limits<std::int64_t>::max();
 constexpr std::int32_t kI32Max = std::numeric_limits<std::int32_t>::max();
 
-struct Small {
-  Tensor qo = int32_tensor(std::vector<std::int32_t>{0, 3}), kv = int32_tensor(std::vector<std::int32_t>{0, 20});
-  Tensor p_indptr = int32_tensor(std::vector<std::int32_t>{0, 2}), p_indices = int32_tensor(std::vector<std::int32_t>{1, 0});
-  Tensor p_last = int32_tensor(std::vector<std::int32_t>{4});
-  PageTable table() const { return {p_indptr, p_indices, p_last}; }
-  RaggedPrefillPlanArgs ragged() const {
-    return {.qo_indptr = qo, .kv_indptr = kv, .num_qo_heads = 4, .num_kv_heads = 2, .head_dim_qk = 64};
-  }
-  PagedPrefillPlanArgs paged() const {
-    return {.qo_indptr = qo, .page_table = table(), .num_qo_heads = 4, .num_kv_heads = 2, .head_dim = 64,
-            .page_size = 16};
-  }
-  DecodePlanArgs decode() const {
-    return {.page_table = {p_indptr, p_indices, p_last}, .num_qo_heads = 4, .num_kv_heads = 2, .head_dim = 64,
-            .page_size = 16};
-  }
+// One request: qo 3 / kv 20 (2 pages).
+struct Small : SmallProblem {
+  Small()
+      : SmallProblem{int32_tensor({0, 3}), int32_tensor({0, 20}), int32_tensor({0, 2}), int32_tensor({1, 0}),
+                     int32_tensor({4})} {}
 };
 
 TEST(InputBounds, HeadCountsAreBoundedBeforeAnyProduct) {
@@ -54,7 +44,7 @@ TEST(InputBounds, HeadCountsAreBoundedBeforeAnyProduct) {
   Tensor kv_len = int32_tensor(std::vector<std::int32_t>{20});
   for (const std::int64_t heads : {std::int64_t(1) << 40, kI64Max}) {
     expect_error([&] {
-      mla.plan({.qo_indptr = s.qo, .kv_indptr = s.p_indptr, .kv_indices = s.p_indices, .kv_len = kv_len,
+      mla.plan({.qo_indptr = s.qo_indptr, .kv_indptr = s.page_indptr, .kv_indices = s.page_indices, .kv_len = kv_len,
                 .num_heads = heads, .page_size = 16, .sm_scale = 0.1f});
     }, "num_heads");
   }
@@ -78,7 +68,7 @@ TEST(InputBounds, PageSizesAreBounded) {
     PagedPrefillPlanArgs b = s.paged();
     b.page_size = page;
     expect_error([&] { p.plan(b); }, "page_size");
-    expect_error([&] { get_seq_lens(s.p_indptr, s.p_last, page, Tensor::zeros({1}, DType::kI32)); }, "page_size");
+    expect_error([&] { get_seq_lens(s.page_indptr, s.last_page, page, Tensor::zeros({1}, DType::kI32)); }, "page_size");
   }
   // The largest page size is valid: 2 pages of 2^31 - 1 make kv_len > INT32_MAX, an error.
   DecodePlanArgs a = s.decode();
@@ -203,7 +193,7 @@ TEST(InputBounds, EnumerationsOutOfRangeAreErrors) {
   expect_error([&] { TensorView(&byte, DType(42), {1}); }, "dtype");
   // Cascades pass their options to every level.
   MultiLevelCascadeAttention c(1);
-  CascadePlanArgs ca{.levels = {{.qo_indptr = s.qo, .page_table = s.table()}}, .num_qo_heads = 4, .num_kv_heads = 2,
+  CascadePlanArgs ca{.levels = {{.qo_indptr = s.qo_indptr, .page_table = s.table()}}, .num_qo_heads = 4, .num_kv_heads = 2,
                      .head_dim = 64, .page_size = 16};
   ca.options.mask_mode = MaskMode(3);
   expect_error([&] { c.plan(ca); }, "options.mask_mode");

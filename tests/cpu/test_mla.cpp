@@ -12,6 +12,7 @@
 #include "cpu/thread_pool.hpp"
 #include "testing/case_test.hpp"
 #include "testing/expect_error.hpp"
+#include "testing/mla_batch_invariance.hpp"
 #include "testing/mla_case.hpp"
 #include "testing/random.hpp"
 
@@ -66,49 +67,9 @@ TEST(CpuMLA, FixedSplitIsThreadCountInvariant) {
 
 // With a fixed split size a request's output does not depend on its neighbours.
 TEST(CpuMLA, FixedSplitIsBatchCompositionInvariant) {
-  Rng rng(11);
-  const std::int64_t H = 16, page = 16;
-  const std::vector<std::int32_t> qo{0, 4, 7, 9}, kv_lens{50, 200, 33};
-  const HostPageTable table = random_page_table(kv_lens, page, 2, rng);
-  const Tensor cache = normal_bf16({table.num_pages, page, kDc + kDp}, rng);
-  const Tensor q_nope = normal_bf16({9, H, kDc}, rng), q_pe = normal_bf16({9, H, kDp}, rng);
-  const Tensor qo_indptr = int32_tensor(qo), kv_len = int32_tensor(kv_lens);
-  Tensor out_full = Tensor::empty({9, H, kDc}, DType::kBF16),
-         out_one = Tensor::empty({3, H, kDc}, DType::kBF16);
-  Tensor lse_full = Tensor::empty({9, H}, DType::kF32), lse_one = Tensor::empty({3, H}, DType::kF32);
-  const SplitOptions split{.fixed_split_size = 32};
-
-  BatchMLAPagedAttention w;
-  w.plan({.qo_indptr = qo_indptr,
-          .kv_indptr = table.indptr,
-          .kv_indices = table.indices,
-          .kv_len = kv_len,
-          .num_heads = H,
-          .page_size = page,
-          .causal = true,
-          .sm_scale = 0.07f,
-          .split = split});
-  w.run(q_nope, q_pe, MLACache::combined(cache), out_full, {.lse = lse_full});
-
-  // Request 1 alone: its slices of q, the page table and kv_len.
-  const std::vector<std::int32_t> indptr = to_vector_i32(table.indptr);
-  const Tensor qo_one = int32_tensor(std::vector<std::int32_t>{0, 3});
-  const Tensor kv_indptr_one = int32_tensor(std::vector<std::int32_t>{0, indptr[2] - indptr[1]});
-  const Tensor kv_len_one = int32_tensor(std::vector<std::int32_t>{kv_lens[1]});
-  w.plan({.qo_indptr = qo_one,
-          .kv_indptr = kv_indptr_one,
-          .kv_indices = table.indices.view().slice(0, indptr[1], indptr[2]),
-          .kv_len = kv_len_one,
-          .num_heads = H,
-          .page_size = page,
-          .causal = true,
-          .sm_scale = 0.07f,
-          .split = split});
-  w.run(q_nope.view().slice(0, 4, 7), q_pe.view().slice(0, 4, 7), MLACache::combined(cache), out_one,
-        {.lse = lse_one});
-
-  EXPECT_EQ(std::memcmp(out_one.data(), out_full.view().slice(0, 4, 7).data(), out_one.nbytes()), 0);
-  EXPECT_EQ(std::memcmp(lse_one.data(), lse_full.view().slice(0, 4, 7).data(), lse_one.nbytes()), 0);
+  expect_mla_batch_invariance(
+      {.qo_lens = {4, 3, 2}, .kv_lens = {50, 200, 33}, .causal = true, .fixed_split_size = 32, .alone = 1},
+      Device::cpu());
 }
 
 // ---------------------------------------------------------------- append, then attend
@@ -273,11 +234,7 @@ TensorView on_gpu(const TensorView& t) {
 TEST(CpuMLAErrors, PlanArguments) {
   Fixture f;
   BatchMLAPagedAttention w;
-  auto with = [&](auto edit) {
-    MLAPlanArgs a = f.args();
-    edit(a);
-    return [a, &w] { w.plan(a); };
-  };
+  auto with = [&](auto edit) { return plan_edited(w, f.args(), edit); };
   ASSERT_NO_THROW(w.plan(f.args()));
   const Tensor i64 = Tensor::zeros({3}, DType::kI64), i64_2 = Tensor::zeros({2}, DType::kI64);
   const auto ints = [](std::vector<std::int32_t> v) { return int32_tensor(v); };

@@ -12,6 +12,7 @@
 
 #include "cuda/gpu_test_util.hpp"
 #include "testing/expect_error.hpp"
+#include "testing/mla_batch_invariance.hpp"
 #include "testing/mla_case.hpp"
 #include "testing/random.hpp"
 
@@ -121,62 +122,13 @@ Tensor normal_bf16_gpu(Shape shape, Rng& rng) {
   return random_bf16(shape, rng).to(Device::cuda(0));
 }
 
-std::vector<std::uint8_t> host_bytes(const TensorView& t) {
-  Tensor h = Tensor::empty(t.shape(), t.dtype());
-  copy(h, t);
-  std::vector<std::uint8_t> v(h.nbytes());
-  std::memcpy(v.data(), h.data(), h.nbytes());
-  return v;
-}
-
 // With a fixed split size a request's output does not depend on its neighbours, on
-// the GPU as on the CPU: the same bits planned alone as in a batch.
+// the GPU as on the CPU: the same bits planned alone (12 chunks of 256 keys) as in a
+// batch.
 TEST(CudaMLA, FixedSplitIsBatchCompositionInvariant) {
   KVINFER_SKIP_WITHOUT_GPU();
-  Rng rng(11);
-  const Device gpu = Device::cuda(0);
-  const std::int64_t H = 16, page = 16;
-  const std::vector<std::int32_t> qo{0, 1, 2, 3}, kv_lens{50, 3000, 333};
-  const HostPageTable table = random_page_table(kv_lens, page, 2, rng);
-  const Tensor indices = table.indices.to(gpu);
-  const Tensor cache = normal_bf16_gpu({table.num_pages, page, kDc + kDp}, rng);
-  const Tensor q_nope = normal_bf16_gpu({3, H, kDc}, rng), q_pe = normal_bf16_gpu({3, H, kDp}, rng);
-  const Tensor qo_indptr = int32_tensor(qo), kv_len = int32_tensor(kv_lens);
-  Tensor out_full = Tensor::empty({3, H, kDc}, DType::kBF16, gpu),
-         out_one = Tensor::empty({1, H, kDc}, DType::kBF16, gpu);
-  Tensor lse_full = Tensor::empty({3, H}, DType::kF32, gpu),
-         lse_one = Tensor::empty({1, H}, DType::kF32, gpu);
-  const SplitOptions split{.fixed_split_size = 256};
-
-  BatchMLAPagedAttention w(gpu);
-  w.plan({.qo_indptr = qo_indptr,
-          .kv_indptr = table.indptr,
-          .kv_indices = indices,
-          .kv_len = kv_len,
-          .num_heads = H,
-          .page_size = page,
-          .sm_scale = 0.07f,
-          .split = split});
-  w.run(q_nope, q_pe, MLACache::combined(cache), out_full, {.lse = lse_full});
-
-  // Request 1 alone (12 chunks of 256 keys): its slices of q, the page table and kv_len.
-  const std::vector<std::int32_t> indptr = to_vector_i32(table.indptr);
-  const Tensor qo_one = int32_tensor(std::vector<std::int32_t>{0, 1});
-  const Tensor kv_indptr_one = int32_tensor(std::vector<std::int32_t>{0, indptr[2] - indptr[1]});
-  const Tensor kv_len_one = int32_tensor(std::vector<std::int32_t>{kv_lens[1]});
-  w.plan({.qo_indptr = qo_one,
-          .kv_indptr = kv_indptr_one,
-          .kv_indices = indices.view().slice(0, indptr[1], indptr[2]),
-          .kv_len = kv_len_one,
-          .num_heads = H,
-          .page_size = page,
-          .sm_scale = 0.07f,
-          .split = split});
-  w.run(q_nope.view().slice(0, 1, 2), q_pe.view().slice(0, 1, 2), MLACache::combined(cache), out_one,
-        {.lse = lse_one});
-
-  EXPECT_EQ(host_bytes(out_one), host_bytes(out_full.view().slice(0, 1, 2)));
-  EXPECT_EQ(host_bytes(lse_one), host_bytes(lse_full.view().slice(0, 1, 2)));
+  expect_mla_batch_invariance(
+      {.qo_lens = {1, 1, 1}, .kv_lens = {50, 3000, 333}, .fixed_split_size = 256, .alone = 1}, Device::cuda(0));
 }
 
 // A fixed-capacity plan: run() captured once in a CUDA graph (no host sync or

@@ -56,20 +56,12 @@ AttentionSpec spec_from_options(const AttentionOptions& options, std::int64_t qo
                                 std::int64_t kv_len, std::int64_t num_qo_heads,
                                 std::int64_t num_kv_heads, std::int64_t head_dim_qk,
                                 std::int64_t head_dim_vo) {
-  AttentionSpec s;
-  s.qo_len = qo_len;
-  s.kv_len = kv_len;
-  s.num_qo_heads = num_qo_heads;
-  s.num_kv_heads = num_kv_heads;
-  s.head_dim_qk = head_dim_qk;
-  s.head_dim_vo = head_dim_vo;
-  s.mask_mode = options.mask_mode;
-  s.window_left = options.window_left;
-  s.logits_soft_cap = options.logits_soft_cap;
+  AttentionSpec s{.qo_len = qo_len, .kv_len = kv_len, .num_qo_heads = num_qo_heads, .num_kv_heads = num_kv_heads,
+                  .head_dim_qk = head_dim_qk, .head_dim_vo = head_dim_vo, .mask_mode = options.mask_mode,
+                  .window_left = options.window_left, .logits_soft_cap = options.logits_soft_cap,
+                  .pos_encoding = options.pos_encoding, .rope_scale = options.rope_scale,
+                  .rope_theta = options.rope_theta};
   if (options.sm_scale) s.sm_scale = double(*options.sm_scale);
-  s.pos_encoding = options.pos_encoding;
-  s.rope_scale = options.rope_scale;
-  s.rope_theta = options.rope_theta;
   s.alibi_slopes.assign(options.alibi_slopes.begin(), options.alibi_slopes.end());
   return s;
 }

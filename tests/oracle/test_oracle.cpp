@@ -22,13 +22,7 @@ using Mask = std::vector<std::uint8_t>;
 // A spec with one head and the given lengths; sm_scale 1 so scores are plain dot products.
 AttentionSpec one_head(std::int64_t qo_len, std::int64_t kv_len, std::int64_t dim_qk,
                        std::int64_t dim_vo) {
-  AttentionSpec s;
-  s.qo_len = qo_len;
-  s.kv_len = kv_len;
-  s.head_dim_qk = dim_qk;
-  s.head_dim_vo = dim_vo;
-  s.sm_scale = 1.0;
-  return s;
+  return {.qo_len = qo_len, .kv_len = kv_len, .head_dim_qk = dim_qk, .head_dim_vo = dim_vo, .sm_scale = 1.0};
 }
 
 std::vector<double> random_vec(std::size_t n, std::mt19937& rng) {

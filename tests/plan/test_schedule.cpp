@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <ctime>
 #include <algorithm>
 #include <map>
 #include <random>
@@ -12,17 +11,10 @@
 #include "kvinfer/core/error.hpp"
 #include "core/workspace.hpp"
 #include "plan/schedule.hpp"
+#include "testing/thread_cpu_time.hpp"
 
 namespace kvinfer::detail {
 namespace {
-
-// CPU time of the calling thread in microseconds: the cost of the work itself on
-// one core, unaffected by other processes sharing the machine (tests run in parallel).
-double thread_cpu_us() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) * 1e6 + double(ts.tv_nsec) * 1e-3;
-}
 
 struct Inputs {
   std::vector<std::int32_t> qo, kv;
@@ -391,13 +383,10 @@ TEST(Schedule, PlanOfBatch256TakesUnder50Microseconds) {
   for (auto& k : kv) k = 1 + std::int32_t(rng() % 8192);
   ScheduleInput in{.qo_lens = qo, .kv_lens = kv, .num_qo_heads = 32, .num_kv_heads = 8, .page_size = 16,
                    .q_tile_rows = 16};
-  std::vector<double> us;
-  for (int i = 0; i < 101; ++i) {
-    const double t0 = thread_cpu_us();
-    const Schedule s = make_schedule(in, DeviceProfile::h200());
-    us.push_back(thread_cpu_us() - t0);
-    ASSERT_FALSE(s.items.empty());
-  }
+  bool scheduled = true;
+  std::vector<double> us = testing::thread_cpu_times(
+      101, [&] { scheduled = scheduled && !make_schedule(in, DeviceProfile::h200()).items.empty(); });
+  ASSERT_TRUE(scheduled);
   std::nth_element(us.begin(), us.begin() + 50, us.end());
   EXPECT_LT(us[50], 50.0) << "median plan time in microseconds of thread CPU time";
 }

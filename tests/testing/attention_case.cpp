@@ -209,6 +209,19 @@ Built build(const AttentionCase& c, Device device, std::mt19937_64& rng) {
   return b;
 }
 
+// `args` (the problem's shape and arrays) with what every plan takes from the case:
+// options, the custom mask (prefill), dtypes and split.
+template <class Args>
+Args with_case_fields(const AttentionCase& c, const TensorView& mask, Args args) {
+  args.options = c.options;
+  if constexpr (requires { args.custom_mask; }) args.custom_mask = mask;
+  args.q_dtype = c.q_dtype;
+  args.kv_dtype = c.kv_dtype;
+  args.o_dtype = c.o_dtype;
+  args.split = c.split;
+  return args;
+}
+
 // What one wrapper call reads and writes: views of a Built's buffers (on the run's
 // device) and the host lengths of the requests it runs.
 struct CallViews {
@@ -269,7 +282,7 @@ CallViews some_requests(const AttentionCase& c, Device device, const Built& b, s
   return v;
 }
 
-void run_wrapper(const AttentionCase& c, Device device, const CallViews& in) {
+void run_call(const AttentionCase& c, Device device, const CallViews& in) {
   const Tensor qo_indptr = int32_tensor(in.qo_indptr), kv_indptr = int32_tensor(in.kv_indptr);
   RunOptions run{.lse = in.lse, .k_scale = c.k_scale, .v_scale = c.v_scale};
   PageTable table = in.table;
@@ -277,27 +290,28 @@ void run_wrapper(const AttentionCase& c, Device device, const CallViews& in) {
   switch (c.wrapper) {
     case Wrapper::kRaggedPrefill: {
       BatchPrefillWithRaggedKVCache w(device, c.layout);
-      w.plan({.qo_indptr = qo_indptr, .kv_indptr = kv_indptr, .num_qo_heads = c.num_qo_heads,
-              .num_kv_heads = c.num_kv_heads, .head_dim_qk = c.head_dim_qk, .head_dim_vo = c.head_dim_vo,
-              .options = c.options, .custom_mask = in.mask, .q_dtype = c.q_dtype, .kv_dtype = c.kv_dtype,
-              .o_dtype = c.o_dtype, .split = c.split});
+      w.plan(with_case_fields(c, in.mask,
+                              RaggedPrefillPlanArgs{.qo_indptr = qo_indptr, .kv_indptr = kv_indptr,
+                                                    .num_qo_heads = c.num_qo_heads, .num_kv_heads = c.num_kv_heads,
+                                                    .head_dim_qk = c.head_dim_qk, .head_dim_vo = c.head_dim_vo}));
       w.run(in.q, in.k, in.v, in.out, run);
       break;
     }
     case Wrapper::kPagedPrefill: {
       BatchPrefillWithPagedKVCache w(device, c.layout);
-      w.plan({.qo_indptr = qo_indptr, .page_table = table, .num_qo_heads = c.num_qo_heads,
-              .num_kv_heads = c.num_kv_heads, .head_dim = c.head_dim_qk, .page_size = c.page_size,
-              .options = c.options, .custom_mask = in.mask, .q_dtype = c.q_dtype, .kv_dtype = c.kv_dtype,
-              .o_dtype = c.o_dtype, .split = c.split});
+      w.plan(with_case_fields(c, in.mask,
+                              PagedPrefillPlanArgs{.qo_indptr = qo_indptr, .page_table = table,
+                                                   .num_qo_heads = c.num_qo_heads, .num_kv_heads = c.num_kv_heads,
+                                                   .head_dim = c.head_dim_qk, .page_size = c.page_size}));
       w.run(in.q, in.cache, in.out, run);
       break;
     }
     case Wrapper::kDecode: {
       BatchDecodeWithPagedKVCache w(device, c.layout);
-      w.plan({.page_table = table, .num_qo_heads = c.num_qo_heads, .num_kv_heads = c.num_kv_heads,
-              .head_dim = c.head_dim_qk, .page_size = c.page_size, .options = c.options, .q_dtype = c.q_dtype,
-              .kv_dtype = c.kv_dtype, .o_dtype = c.o_dtype, .split = c.split});
+      w.plan(with_case_fields(c, in.mask,
+                              DecodePlanArgs{.page_table = table, .num_qo_heads = c.num_qo_heads,
+                                             .num_kv_heads = c.num_kv_heads, .head_dim = c.head_dim_qk,
+                                             .page_size = c.page_size}));
       w.run(in.q, in.cache, in.out, run);
       break;
     }
@@ -305,7 +319,7 @@ void run_wrapper(const AttentionCase& c, Device device, const CallViews& in) {
 }
 
 void run_wrapper(const AttentionCase& c, Device device, Built& b) {
-  run_wrapper(c, device, whole_batch(c, device, b));
+  run_call(c, device, whole_batch(c, device, b));
   b.out.to_host();
   b.lse.to_host();
 }
@@ -376,9 +390,7 @@ double attention_atol(DType q_dtype, DType kv_dtype, DType o_dtype) {
 }
 
 CaseOutput run_attention_case_raw(const AttentionCase& c, Device device) {
-  std::mt19937_64 rng(c.seed);
-  Built b = build(c, device, rng);
-  run_wrapper(c, device, b);
+  const Built b = built_and_run(c, device, build, run_wrapper);
   return read_case_output(b.out.host, b.lse.host, b.qo_indptr.back(), c.num_qo_heads, c.head_dim_vo, c.o_dtype,
                           c.with_lse);
 }
@@ -389,7 +401,7 @@ std::vector<CaseOutput> run_attention_case_requests(const AttentionCase& c, Devi
   Built b = build(c, device, rng);
   std::vector<CaseOutput> outs;
   for (const RequestRange& range : ranges) {
-    run_wrapper(c, device, some_requests(c, device, b, range.first, range.last));
+    run_call(c, device, some_requests(c, device, b, range.first, range.last));
     b.out.to_host();
     b.lse.to_host();
     const std::int64_t q0 = b.qo_indptr[std::size_t(range.first)], q1 = b.qo_indptr[std::size_t(range.last)];
@@ -412,9 +424,7 @@ CaseOutput read_case_output(const TensorView& o, const TensorView& lse, std::int
 }
 
 CaseReport run_attention_case(const AttentionCase& c, Device device) {
-  std::mt19937_64 rng(c.seed);
-  Built b = build(c, device, rng);
-  run_wrapper(c, device, b);
+  const Built b = built_and_run(c, device, build, run_wrapper);
 
   CaseReport rep;
   const auto batch = std::int64_t(c.qo_lens.size());

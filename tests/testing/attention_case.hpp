@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <ostream>
+#include <random>
 #include <span>
 #include <string>
 #include <vector>
@@ -65,6 +66,16 @@ struct CaseReport {
 
 // atol of the tolerance model: the precision of the stored inputs.
 double attention_atol(DType q_dtype, DType kv_dtype, DType o_dtype);
+
+// A case's inputs built from its seed (build(c, device, rng)) and its wrapper run on
+// them (run(c, device, built)): what a harness's run_*_case functions start with.
+template <class Case, class Build, class Run>
+auto built_and_run(const Case& c, Device device, Build&& build, Run&& run) {
+  std::mt19937_64 rng(c.seed);
+  auto b = build(c, device, rng);
+  run(c, device, b);
+  return b;
+}
 
 // Runs `c` through the public API on `device` and compares with the oracle.
 CaseReport run_attention_case(const AttentionCase& c, Device device);

@@ -88,44 +88,35 @@ double cost(const AttentionCase& c) {
 std::vector<AttentionCase> attention_case_list() {
   constexpr double kMaxCost = 3e7;
   constexpr int kCandidates = 60;
-  const std::vector<int> sizes = axis_sizes(kValues);
-  std::vector<AttentionCase> cases;
-  for (const std::vector<int>& ch : pairwise_choices(
-           sizes, {.seed = 20261130, .candidates = kCandidates, .max_cost = kMaxCost, .prefer_cheaper = false},
-           [](std::span<const int> ch) { return cost(make_case(to_choice<kNumAxes>(ch), 0)); })) {
-    cases.push_back(make_case(to_choice<kNumAxes>(ch), 1000 + cases.size()));
-  }
+  std::vector<AttentionCase> cases = pairwise_cases(
+      kValues, {.seed = 20261130, .candidates = kCandidates, .max_cost = kMaxCost, .prefer_cheaper = false}, 1000,
+      make_case, [](const AttentionCase& c) { return cost(c); });
 
   // Named edge cases.
-  auto base = [](std::string name, Wrapper w) {
+  // One edge case: 8 query heads over 2 KV heads of head_dim 64 unless `tweak` says
+  // otherwise.
+  const auto add = [&](std::string name, Wrapper w, std::vector<std::int32_t> qo_lens,
+                       std::vector<std::int32_t> kv_lens, auto&& tweak) {
     AttentionCase c;
     c.name = std::move(name);
     c.wrapper = w;
     c.num_qo_heads = 8;
     c.num_kv_heads = 2;
     c.head_dim_qk = c.head_dim_vo = 64;
-    return c;
+    c.qo_lens = std::move(qo_lens);
+    c.kv_lens = std::move(kv_lens);
+    tweak(c);
+    cases.push_back(c);
   };
-  {
-    AttentionCase c = base("empty_requests", Wrapper::kPagedPrefill);
-    c.qo_lens = {3, 0, 5, 4, 0};
-    c.kv_lens = {0, 9, 17, 0, 0};
-    c.options.mask_mode = MaskMode::kCausal;
-    cases.push_back(c);
-    c.name = "empty_requests_decode";
-    c.wrapper = Wrapper::kDecode;
-    c.qo_lens = {1, 1, 1};
-    c.kv_lens = {0, 9, 0};
-    c.options.mask_mode = MaskMode::kNone;
-    c.layout = KVLayout::kHND;
-    cases.push_back(c);
-  }
-  {
-    // bf16 queries far beyond fp16's range (|q| up to ~1e6) on fp8 KV: the GPU's fp8
-    // decode tile runs its mma in fp16 and scales such queries by an exact power of
-    // two. A small k_scale brings the logits back to a few units, so that the
-    // softmax spreads over many keys (a one-hot softmax would hide errors in O).
-    AttentionCase c = base("fp8_bf16_queries_beyond_fp16", Wrapper::kDecode);
+  const auto causal = [](AttentionCase& c) { c.options.mask_mode = MaskMode::kCausal; };
+  add("empty_requests", Wrapper::kPagedPrefill, {3, 0, 5, 4, 0}, {0, 9, 17, 0, 0}, causal);
+  add("empty_requests_decode", Wrapper::kDecode, {1, 1, 1}, {0, 9, 0},
+      [](AttentionCase& c) { c.layout = KVLayout::kHND; });
+  // bf16 queries far beyond fp16's range (|q| up to ~1e6) on fp8 KV: the GPU's fp8
+  // decode tile runs its mma in fp16 and scales such queries by an exact power of
+  // two. A small k_scale brings the logits back to a few units, so that the
+  // softmax spreads over many keys (a one-hot softmax would hide errors in O).
+  add("fp8_bf16_queries_beyond_fp16", Wrapper::kDecode, {1, 1, 1}, {700, 33, 2000}, [](AttentionCase& c) {
     c.num_qo_heads = 32;
     c.num_kv_heads = 8;
     c.head_dim_qk = c.head_dim_vo = 128;
@@ -134,101 +125,57 @@ std::vector<AttentionCase> attention_case_list() {
     c.k_scale = 2e-5f;
     c.v_scale = 1.25f;
     c.q_std = 2e5f;
-    c.qo_lens = {1, 1, 1};
-    c.kv_lens = {700, 33, 2000};
-    cases.push_back(c);
-  }
-  {
-    AttentionCase c = base("batch0", Wrapper::kRaggedPrefill);
-    cases.push_back(c);
-  }
-  {
-    AttentionCase c = base("qo_gt_kv_causal", Wrapper::kRaggedPrefill);
-    c.qo_lens = {34};
-    c.kv_lens = {1};
-    c.options.mask_mode = MaskMode::kCausal;
-    cases.push_back(c);
-  }
-  {
-    AttentionCase c = base("split_kv_empty_chunks", Wrapper::kPagedPrefill);
-    c.qo_lens = {2, 40};
-    c.kv_lens = {129, 300};
-    c.options.mask_mode = MaskMode::kCausal;
+  });
+  add("batch0", Wrapper::kRaggedPrefill, {}, {}, [](AttentionCase&) {});
+  add("qo_gt_kv_causal", Wrapper::kRaggedPrefill, {34}, {1}, causal);
+  add("split_kv_empty_chunks", Wrapper::kPagedPrefill, {2, 40}, {129, 300}, [&](AttentionCase& c) {
+    causal(c);
     c.options.window_left = 20;
     c.split.fixed_split_size = 16;
-    cases.push_back(c);
-  }
-  {
-    AttentionCase c = base("split_kv_decode", Wrapper::kDecode);
-    c.qo_lens = {1, 1, 1, 1};
-    c.kv_lens = {1000, 1, 333, 0};
+  });
+  add("split_kv_decode", Wrapper::kDecode, {1, 1, 1, 1}, {1000, 1, 333, 0}, [](AttentionCase& c) {
     c.page_size = 5;
     c.split.fixed_split_size = 64;
-    cases.push_back(c);
-  }
-  {
-    // A contiguous cache: one page per request (K and V apart, HND: [pages, Hk, L, D]).
-    // The automatic split cuts such pages mid-page.
-    AttentionCase c = base("contiguous_pages_auto_split", Wrapper::kDecode);
-    c.qo_lens = {1, 1, 1};
-    c.kv_lens = {9000, 4096, 100};
+  });
+  // A contiguous cache: one page per request (K and V apart, HND: [pages, Hk, L, D]).
+  // The automatic split cuts such pages mid-page.
+  add("contiguous_pages_auto_split", Wrapper::kDecode, {1, 1, 1}, {9000, 4096, 100}, [](AttentionCase& c) {
     c.page_size = 9000;
     c.layout = KVLayout::kHND;
     c.combined_cache = false;
-    cases.push_back(c);
-  }
-  {
-    AttentionCase c = base("gqa_5_page1", Wrapper::kPagedPrefill);
+  });
+  add("gqa_5_page1", Wrapper::kPagedPrefill, {7, 3}, {20, 31}, [&](AttentionCase& c) {
+    causal(c);
     c.num_qo_heads = 10;
-    c.qo_lens = {7, 3};
-    c.kv_lens = {20, 31};
     c.page_size = 1;
-    c.options.mask_mode = MaskMode::kCausal;
     c.strided = true;
     c.combined_cache = false;
-    cases.push_back(c);
-  }
-  {
-    AttentionCase c = base("head_dim_192_128", Wrapper::kRaggedPrefill);
+  });
+  add("head_dim_192_128", Wrapper::kRaggedPrefill, {17, 9}, {33, 9}, [&](AttentionCase& c) {
+    causal(c);
     c.head_dim_qk = 192;
     c.head_dim_vo = 128;
-    c.qo_lens = {17, 9};
-    c.kv_lens = {33, 9};
-    c.options.mask_mode = MaskMode::kCausal;
     c.q_dtype = c.kv_dtype = c.o_dtype = DType::kBF16;
-    cases.push_back(c);
-  }
-  {
-    AttentionCase c = base("fp8_ragged_scales", Wrapper::kRaggedPrefill);
-    c.qo_lens = {5};
-    c.kv_lens = {40};
+  });
+  add("fp8_ragged_scales", Wrapper::kRaggedPrefill, {5}, {40}, [](AttentionCase& c) {
     c.kv_dtype = DType::kE4M3;
     c.k_scale = 0.25f;
     c.v_scale = 3.0f;
     c.options.pos_encoding = PosEncoding::kRopeLlama;
-    cases.push_back(c);
-  }
-  {
-    AttentionCase c = base("alibi_custom_slopes", Wrapper::kPagedPrefill);
+  });
+  add("alibi_custom_slopes", Wrapper::kPagedPrefill, {4}, {12}, [](AttentionCase& c) {
     c.num_qo_heads = 6;
-    c.qo_lens = {4};
-    c.kv_lens = {12};
     c.options.pos_encoding = PosEncoding::kAlibi;
     c.options.alibi_slopes = {0.5f, 0.25f, 0.1f, 1.0f, 2.0f, 0.0f};
     c.options.sm_scale = 0.3f;
-    cases.push_back(c);
-  }
-  {
-    AttentionCase c = base("rope_scaled", Wrapper::kDecode);
-    c.qo_lens = {1, 1};
-    c.kv_lens = {300, 77};
+  });
+  add("rope_scaled", Wrapper::kDecode, {1, 1}, {300, 77}, [](AttentionCase& c) {
     c.options.pos_encoding = PosEncoding::kRopeLlama;
     c.options.rope_scale = 4.0f;
     c.options.rope_theta = 5.0e5f;
     c.options.window_left = 50;
     c.options.logits_soft_cap = 15.0f;
-    cases.push_back(c);
-  }
+  });
   name_cases(cases);
   return cases;
 }
@@ -236,13 +183,7 @@ std::vector<AttentionCase> attention_case_list() {
 std::vector<AttentionCase> wide_attention_case_list(int count, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::vector<AttentionCase> cases;
-  while (int(cases.size()) < count) {
-    Choice ch;
-    for (int a = 0; a < kNumAxes; ++a) ch[a] = int(rng() % kValues[a].size());
-    AttentionCase c = make_case(ch, rng());
-    if (cost(c) > 4e8) continue;
-    cases.push_back(c);
-  }
+  add_random_cases(cases, count, kValues, rng, make_case, [](const AttentionCase& c) { return cost(c); }, 4e8);
   name_cases(cases);
   return cases;
 }

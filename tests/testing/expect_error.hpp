@@ -29,6 +29,15 @@ void expect_error(F&& call, std::string_view argument, std::string_view also_in_
   }
 }
 
+// The call w.plan(a) for a copy a of valid plan arguments that `edit` changed: what
+// expect_error takes, so that each rejected plan argument is one line.
+template <class W, class Args, class Edit>
+auto plan_edited(W& w, const Args& args, Edit&& edit) {
+  Args a = args;
+  edit(a);
+  return [a, &w] { w.plan(a); };
+}
+
 // One input broken in a valid set-up: `edit` breaks it, after which the set-up's
 // run() must throw kvinfer::Error naming `argument` (and `also_in_message`).
 template <class Setup>

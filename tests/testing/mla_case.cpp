@@ -264,16 +264,12 @@ double MLACase::cost() const {
 }
 
 CaseOutput run_mla_case_raw(const MLACase& c, Device device) {
-  std::mt19937_64 rng(c.seed);
-  Built b = build(c, device, rng);
-  run_wrapper(c, device, b);
+  const Built b = built_and_run(c, device, build, run_wrapper);
   return read_case_output(b.out.host, b.lse.host, b.qo_indptr.back(), c.num_heads, kDc, c.o_dtype, c.with_lse);
 }
 
 CaseReport run_mla_case(const MLACase& c, Device device) {
-  std::mt19937_64 rng(c.seed);
-  Built b = build(c, device, rng);
-  run_wrapper(c, device, b);
+  const Built b = built_and_run(c, device, build, run_wrapper);
 
   CaseReport rep;
   const auto batch = std::int64_t(c.qo_lens.size());
@@ -379,13 +375,9 @@ std::vector<MLACase> mla_case_list() {
   // covered by the slow grid.
   constexpr double kMaxCost = 1.5e8;
   constexpr int kCandidates = 80;
-  const std::vector<int> sizes = axis_sizes(kValues);
-  std::vector<MLACase> cases;
-  for (const std::vector<int>& ch : pairwise_choices(
-           sizes, {.seed = 20261201, .candidates = kCandidates, .max_cost = kMaxCost, .prefer_cheaper = true},
-           [](std::span<const int> ch) { return make_case(to_choice<kNumAxes>(ch), 0).cost(); })) {
-    cases.push_back(make_case(to_choice<kNumAxes>(ch), 3000 + cases.size()));
-  }
+  std::vector<MLACase> cases = pairwise_cases(
+      kValues, {.seed = 20261201, .candidates = kCandidates, .max_cost = kMaxCost, .prefer_cheaper = true}, 3000,
+      make_case, [](const MLACase& c) { return c.cost(); });
 
   // Named edge cases.
   auto base = [](std::string name) {
@@ -508,13 +500,7 @@ std::vector<MLACase> wide_mla_case_list(int count, std::uint64_t seed) {
     c.name = "wide_qo17_page1_nope";
     cases.push_back(c);
   }
-  while (int(cases.size()) < count) {
-    Choice ch;
-    for (int a = 0; a < kNumAxes; ++a) ch[a] = int(rng() % kValues[a].size());
-    MLACase c = make_case(ch, rng());
-    if (c.cost() > 2e9) continue;
-    cases.push_back(c);
-  }
+  add_random_cases(cases, count, kValues, rng, make_case, [](const MLACase& c) { return c.cost(); }, 2e9);
   name_cases(cases);
   return cases;
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Pairwise-covering case selection: choices (one value index per parameter axis)
-// until every pair of values of two axes appears in some choice, each choice
-// within a cost budget.
+// Case selection over a table of parameter axes: pairwise-covering choices (one
+// value index per axis) until every pair of values of two axes appears in some
+// choice, each choice within a cost budget; and random choices for the wide grids.
 #pragma once
 
 #include <algorithm>
@@ -40,6 +40,34 @@ std::array<int, N> to_choice(std::span<const int> ch) {
   std::array<int, N> c{};
   std::copy(ch.begin(), ch.end(), c.begin());
   return c;
+}
+
+// Random cases of a table of axis values (the wide grids) appended to `cases` until
+// there are `count`: make(choice, seed) of a random choice (one value index per
+// axis) and a seed from rng, kept when its cost(case) is at most max_cost.
+template <std::size_t N, class Case, class Rng, class Make, class Cost>
+void add_random_cases(std::vector<Case>& cases, int count, const std::array<std::vector<int>, N>& values_per_axis,
+                      Rng& rng, Make&& make, Cost&& cost, double max_cost) {
+  while (int(cases.size()) < count) {
+    std::array<int, N> ch{};
+    for (std::size_t a = 0; a < N; ++a) ch[a] = int(rng() % values_per_axis[a].size());
+    Case c = make(ch, rng());
+    if (cost(c) <= max_cost) cases.push_back(std::move(c));
+  }
+}
+
+// The pairwise-covering cases of a table of axis values: make(choice, seed) for each
+// choice of pairwise_choices, with seeds first_seed, first_seed + 1, ...; a
+// candidate costs cost(make(choice, 0)).
+template <std::size_t N, class Make, class Cost>
+auto pairwise_cases(const std::array<std::vector<int>, N>& values_per_axis, const PairwiseOptions& options,
+                    std::uint64_t first_seed, Make&& make, Cost&& cost) {
+  std::vector<decltype(make(std::array<int, N>{}, std::uint64_t(0)))> cases;
+  const auto choice_cost = [&](std::span<const int> ch) { return cost(make(to_choice<N>(ch), 0)); };
+  for (const std::vector<int>& ch : pairwise_choices(axis_sizes(values_per_axis), options, choice_cost)) {
+    cases.push_back(make(to_choice<N>(ch), first_seed + cases.size()));
+  }
+  return cases;
 }
 
 }  // namespace kvinfer::testing

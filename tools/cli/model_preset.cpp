@@ -16,25 +16,12 @@ struct Preset {
 };
 
 ModelShape gqa(const char* name, int layers, int hq, int hk, int d) {
-  ModelShape m;
-  m.name = name;
-  m.num_layers = layers;
-  m.num_qo_heads = hq;
-  m.num_kv_heads = hk;
-  m.head_dim = d;
-  return m;
+  return {.name = name, .num_layers = layers, .num_qo_heads = hq, .num_kv_heads = hk, .head_dim = d};
 }
 
 ModelShape mla(const char* name, int layers, int heads) {
-  ModelShape m;
-  m.name = name;
-  m.kind = AttentionKind::kMla;
-  m.num_layers = layers;
-  m.num_qo_heads = heads;
-  m.num_kv_heads = 1;
-  m.head_dim_ckv = 512;
-  m.head_dim_kpe = 64;
-  return m;
+  return {.name = name, .kind = AttentionKind::kMla, .num_layers = layers, .num_qo_heads = heads, .num_kv_heads = 1,
+          .head_dim_ckv = 512, .head_dim_kpe = 64};
 }
 
 // `tiny` is the default: llama3-8b's head layout (group of 4, d 128) with few layers
