@@ -237,7 +237,8 @@ TEST_P(CudaBadAppendIndices, TheTokenIsSkippedAndTheStatusNamesIt) {
   const HostPageTable t = random_page_table(kv_lens, kPage, 2, rng);
   const Tensor start = random_bf16({t.num_pages, 2, kPage, kHk, kD}, rng);
   const Tensor keys = random_bf16({3, kHk, kD}, rng).to(kGpu), values = random_bf16({3, kHk, kD}, rng).to(kGpu);
-  const PageTable table{t.indptr.to(kGpu), t.indices.to(kGpu), t.last_page_len.to(kGpu)};
+  const Tensor indptr = t.indptr.to(kGpu), ids_gpu = t.indices.to(kGpu), last = t.last_page_len.to(kGpu);
+  const PageTable table{indptr, ids_gpu, last};  // views: the tensors above hold the memory
   std::vector<std::int32_t> batch{0, 1, 2}, pos{19, 4, 16}, ids = to_vector_i32(t.indices);
   std::int64_t index = 1, value = 0;
   c.corrupt(batch, pos, ids, index, value);
