@@ -9,6 +9,7 @@
 #include <random>
 
 #include "core/span_timer.hpp"
+#include "cpu/convert.hpp"
 #include "oracle_check.hpp"
 
 namespace kvinfer::cli {
@@ -82,25 +83,15 @@ class RandomPool {
     numel_ = max_numel + 65536;
     Tensor host = Tensor::empty({numel_}, dtype);
     std::normal_distribution<float> nd(0.0f, 1.0f);
-    for (std::int64_t i = 0; i < numel_; ++i) {
-      const float x = nd(rng_);
-      switch (dtype) {
-        case DType::kF16:
-          host.data_as<std::uint16_t>()[i] = f32_to_f16(x);
-          break;
-        case DType::kBF16:
-          host.data_as<std::uint16_t>()[i] = f32_to_bf16(x);
-          break;
-        case DType::kE4M3:
-          host.data_as<std::uint8_t>()[i] = f32_to_e4m3(x);
-          break;
-        case DType::kE5M2:
-          host.data_as<std::uint8_t>()[i] = f32_to_e5m2(x);
-          break;
-        default:
-          host.data_as<float>()[i] = x;
-          break;
-      }
+    // Drawn in float32 a chunk at a time and stored in `dtype` by the library's own
+    // row conversion (round to nearest even).
+    constexpr std::int64_t kChunk = 4096;
+    float chunk[kChunk];
+    auto* dst = static_cast<char*>(host.data());
+    for (std::int64_t i = 0; i < numel_; i += kChunk) {
+      const std::int64_t n = std::min(kChunk, numel_ - i);
+      for (std::int64_t j = 0; j < n; ++j) chunk[j] = nd(rng_);
+      cpu::store_row(chunk, dtype, dst + i * std::int64_t(dtype_size(dtype)), n);
     }
     data_ = device.is_cpu() ? std::move(host) : host.to(device);
   }
@@ -215,6 +206,20 @@ struct Engine::Impl {
       get_batch_indices_positions(append_indptr.on(dev), append_seq_lens.on(dev), a.batch_indices, a.positions);
     }
     return a;
+  }
+
+  // `args` (a step's tables) with what every GQA plan of a step shares: the model's
+  // heads, head_dim and dtypes (out in q's), the engine's page size.
+  template <class Args>
+  Args with_model(Args args) const {
+    args.num_qo_heads = model.num_qo_heads;
+    args.num_kv_heads = model.num_kv_heads;
+    args.head_dim = model.head_dim;
+    args.page_size = opt.page_size;
+    args.q_dtype = model.q_dtype;
+    args.kv_dtype = model.kv_dtype;
+    args.o_dtype = model.q_dtype;
+    return args;
   }
 
   // The step's times, and its per-layer work summed over the layers.
@@ -365,39 +370,16 @@ StepStats Engine::Impl::run_gqa(const StepBatch& batch, OracleCheck* check) {
   const AppendPlan append = plan_append(new_tokens);
   const AttentionOptions causal{.mask_mode = MaskMode::kCausal};
   if (prefill_rows > 0) {
-    prefill.plan({.qo_indptr = prefill_qo_indptr.on_host(),
-                  .page_table = prefill_table.for_plan(dev),
-                  .num_qo_heads = hq,
-                  .num_kv_heads = hk,
-                  .head_dim = d,
-                  .page_size = ps,
-                  .options = causal,
-                  .q_dtype = model.q_dtype,
-                  .kv_dtype = model.kv_dtype,
-                  .o_dtype = model.q_dtype});
+    prefill.plan(with_model(PagedPrefillPlanArgs{.qo_indptr = prefill_qo_indptr.on_host(),
+                                                 .page_table = prefill_table.for_plan(dev),
+                                                 .options = causal}));
   }
-  if (decode_rows > 0) {
-    decode.plan({.page_table = decode_table.for_plan(dev),
-                 .num_qo_heads = hq,
-                 .num_kv_heads = hk,
-                 .head_dim = d,
-                 .page_size = ps,
-                 .q_dtype = model.q_dtype,
-                 .kv_dtype = model.kv_dtype,
-                 .o_dtype = model.q_dtype});
-  }
+  if (decode_rows > 0) decode.plan(with_model(DecodePlanArgs{.page_table = decode_table.for_plan(dev)}));
   if (cascade_rows > 0) {
-    cascade.plan({.levels = {{.qo_indptr = cascade_qo_indptr[0].on_host(),
-                              .page_table = cascade_table[0].for_plan(dev)},
-                             {.qo_indptr = cascade_qo_indptr[1].on_host(),
-                              .page_table = cascade_table[1].for_plan(dev)}},
-                  .num_qo_heads = hq,
-                  .num_kv_heads = hk,
-                  .head_dim = d,
-                  .page_size = ps,
-                  .q_dtype = model.q_dtype,
-                  .kv_dtype = model.kv_dtype,
-                  .o_dtype = model.q_dtype});
+    cascade.plan(with_model(CascadePlanArgs{.levels = {{.qo_indptr = cascade_qo_indptr[0].on_host(),
+                                                        .page_table = cascade_table[0].for_plan(dev)},
+                                                       {.qo_indptr = cascade_qo_indptr[1].on_host(),
+                                                        .page_table = cascade_table[1].for_plan(dev)}}}));
   }
   sync();
   st.plan_s = seconds_since(t0);
