@@ -53,15 +53,7 @@ std::vector<AttentionCase> decode_cases() {
       ++n;
     }
   }
-  AttentionCase longest;
-  longest.name = "one_long_request_auto_split";
-  longest.wrapper = Wrapper::kDecode;
-  longest.num_qo_heads = 32;
-  longest.num_kv_heads = 8;
-  longest.head_dim_qk = longest.head_dim_vo = 128;
-  longest.q_dtype = longest.kv_dtype = longest.o_dtype = DType::kBF16;
-  longest.qo_lens = {1};
-  longest.kv_lens = {20000};
+  const AttentionCase longest = bf16_case("one_long_request_auto_split", Wrapper::kDecode, 32, 8, 128, {1}, {20000});
   cases.push_back(longest);
   AttentionCase skewed = longest;
   skewed.name = "skewed_lengths";
@@ -228,16 +220,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, CudaDecodeCase, ::testing::ValuesIn(decode_cases
 // With a fixed split size both backends attend the same chunks; GPU runs repeat bitwise.
 TEST(CudaDecode, DeterministicAndCloseToCpuWithTheSameChunks) {
   KVINFER_SKIP_WITHOUT_GPU();
-  AttentionCase c;
-  c.wrapper = Wrapper::kDecode;
-  c.num_qo_heads = 16;
-  c.num_kv_heads = 4;
-  c.head_dim_qk = c.head_dim_vo = 128;
-  c.q_dtype = c.kv_dtype = c.o_dtype = DType::kBF16;
-  c.qo_lens = {1, 1, 1};
-  c.kv_lens = {3000, 700, 5000};
-  c.split.fixed_split_size = 512;
-  expect_deterministic_and_close_to_cpu(c, 2e-2);  // bf16 rounding apart
+  expect_deterministic_and_close_to_cpu(fixed_split_case(Wrapper::kDecode, {1, 1, 1}), 2e-2);  // bf16 rounding apart
 }
 
 }  // namespace

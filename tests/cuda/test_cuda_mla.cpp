@@ -166,18 +166,13 @@ TEST(CudaMLA, CapturedRunReplaysAcrossReplans) {
     graphed.plan(args);
     const auto rows = [&](const Tensor& x) { return x.view().slice(0, 0, batch); };
     if (exec == nullptr) {
-      cudaGraph_t graph;
-      CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-      graphed.run(rows(q_nope), rows(q_pe), mla, rows(out_buf), {.lse = rows(lse_buf), .stream = stream});
-      CUDA_OK(cudaStreamEndCapture(stream, &graph));
-      CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-      CUDA_OK(cudaGraphDestroy(graph));
+      ASSERT_TRUE(capture_graph(exec, stream, [&] {
+        graphed.run(rows(q_nope), rows(q_pe), mla, rows(out_buf), {.lse = rows(lse_buf), .stream = stream});
+      }));
     }
     fill_bytes(out_buf, 0xFF);
     fill_bytes(lse_buf, 0xFF);
-    CUDA_OK(cudaDeviceSynchronize());
-    CUDA_OK(cudaGraphLaunch(exec, stream));
-    CUDA_OK(cudaStreamSynchronize(stream));
+    ASSERT_TRUE(replay_graph(exec, stream));
 
     BatchMLAPagedAttention fresh(gpu);
     fresh.plan(args);
