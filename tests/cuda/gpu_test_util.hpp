@@ -151,6 +151,32 @@ inline ::testing::AssertionResult replay_graph(cudaGraphExec_t exec, cudaStream_
   return ::testing::AssertionSuccess();
 }
 
+// A fixed-capacity wrapper's run() in a CUDA graph: captured at the first call (exec
+// still null), then replayed each time after `poison` wrote over the outputs.
+template <class Run, class Poison>
+::testing::AssertionResult run_in_graph(cudaGraphExec_t& exec, cudaStream_t stream, Run&& run, Poison&& poison) {
+  if (exec == nullptr) {
+    ::testing::AssertionResult captured = capture_graph(exec, stream, run);
+    if (!captured) return captured;
+  }
+  poison();
+  return replay_graph(exec, stream);
+}
+
+// What the GPU case grids vary by case number n besides their shapes: fp8 KV's
+// scales, the LSE or none, a window, a soft cap, RoPE or ALiBi.
+inline void vary_options(AttentionCase& c, int n) {
+  if (is_fp8(c.kv_dtype)) {
+    c.k_scale = 0.5f;
+    c.v_scale = 1.5f;
+  }
+  c.with_lse = n % 4 != 3;
+  if (n % 6 == 2) c.options.window_left = 100;
+  if (n % 7 == 3) c.options.logits_soft_cap = 30.0f;
+  if (n % 9 == 4) c.options.pos_encoding = PosEncoding::kRopeLlama;
+  if (n % 9 == 7) c.options.pos_encoding = PosEncoding::kAlibi;
+}
+
 // The problem both deterministic tests run (decode, paged prefill): 16 bf16 query
 // heads over 4 KV heads of head_dim 128, three long requests cut into fixed chunks
 // of 512 keys.

@@ -38,15 +38,7 @@ std::vector<AttentionCase> decode_cases() {
       c.kv_dtype = kv_types[n % 4];
       c.q_dtype = c.o_dtype = (c.kv_dtype == DType::kF16 || n % 3 == 1) ? DType::kF16 : DType::kBF16;
       if (c.kv_dtype == DType::kF16 || c.kv_dtype == DType::kBF16) c.q_dtype = c.o_dtype = c.kv_dtype;
-      if (is_fp8(c.kv_dtype)) {
-        c.k_scale = 0.5f;
-        c.v_scale = 1.5f;
-      }
-      c.with_lse = n % 4 != 3;
-      if (n % 6 == 2) c.options.window_left = 100;
-      if (n % 7 == 3) c.options.logits_soft_cap = 30.0f;
-      if (n % 9 == 4) c.options.pos_encoding = PosEncoding::kRopeLlama;
-      if (n % 9 == 7) c.options.pos_encoding = PosEncoding::kAlibi;
+      vary_options(c, n);
       if (n % 4 == 1) c.split.fixed_split_size = 256;
       c.seed = 500 + n;
       cases.push_back(c);

@@ -66,15 +66,14 @@ TEST(CudaDecodeGraph, CapturedRunReplaysAcrossReplans) {
     const DecodePlanArgs args{.page_table = table, .num_qo_heads = kHq, .num_kv_heads = kHk, .head_dim = kD,
                               .page_size = kPage};
     graphed.plan(args);
-    if (exec == nullptr) {
-      // Capture once, with the first (largest) batch's views.
-      ASSERT_TRUE(capture_graph(exec, stream, [&] {
-        graphed.run(q_buf.view().slice(0, 0, batch), kv, out_buf.view().slice(0, 0, batch),
-                    {.lse = lse_buf.view().slice(0, 0, batch), .stream = stream});
-      }));
-    }
-    fill_bytes(out_buf, 0xFF);
-    ASSERT_TRUE(replay_graph(exec, stream));
+    // Captured once, with the first (largest) batch's views.
+    ASSERT_TRUE(run_in_graph(
+        exec, stream,
+        [&] {
+          graphed.run(q_buf.view().slice(0, 0, batch), kv, out_buf.view().slice(0, 0, batch),
+                      {.lse = lse_buf.view().slice(0, 0, batch), .stream = stream});
+        },
+        [&] { fill_bytes(out_buf, 0xFF); }));
 
     // Reference: a fresh wrapper planned the same way, run eagerly.
     BatchDecodeWithPagedKVCache fresh(gpu);

@@ -165,14 +165,13 @@ TEST(CudaMLA, CapturedRunReplaysAcrossReplans) {
         mla_plan_args(qo_indptr, t.indptr, indices_buf.view().slice(0, 0, t.indices.numel()), kv_len, H, kPage, 0.07f);
     graphed.plan(args);
     const auto rows = [&](const Tensor& x) { return x.view().slice(0, 0, batch); };
-    if (exec == nullptr) {
-      ASSERT_TRUE(capture_graph(exec, stream, [&] {
-        graphed.run(rows(q_nope), rows(q_pe), mla, rows(out_buf), {.lse = rows(lse_buf), .stream = stream});
-      }));
-    }
-    fill_bytes(out_buf, 0xFF);
-    fill_bytes(lse_buf, 0xFF);
-    ASSERT_TRUE(replay_graph(exec, stream));
+    ASSERT_TRUE(run_in_graph(
+        exec, stream,
+        [&] { graphed.run(rows(q_nope), rows(q_pe), mla, rows(out_buf), {.lse = rows(lse_buf), .stream = stream}); },
+        [&] {
+          fill_bytes(out_buf, 0xFF);
+          fill_bytes(lse_buf, 0xFF);
+        }));
 
     BatchMLAPagedAttention fresh(gpu);
     fresh.plan(args);

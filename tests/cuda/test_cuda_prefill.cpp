@@ -44,17 +44,9 @@ std::vector<AttentionCase> prefill_cases() {
       c.strided = n % 5 == 0;
       c.kv_dtype = kv_types[n % 4];
       c.q_dtype = c.o_dtype = (c.kv_dtype == DType::kF16 || (is_fp8(c.kv_dtype) && n % 3 == 1)) ? DType::kF16 : DType::kBF16;
-      if (is_fp8(c.kv_dtype)) {
-        c.k_scale = 0.5f;
-        c.v_scale = 1.5f;
-      }
-      c.with_lse = n % 4 != 3;
+      vary_options(c, n);
       c.options.mask_mode = std::array{MaskMode::kCausal, MaskMode::kNone, MaskMode::kCustom}[n % 3];
       c.packed_mask = n % 2 == 0;
-      if (n % 6 == 2) c.options.window_left = 100;
-      if (n % 7 == 3) c.options.logits_soft_cap = 30.0f;
-      if (n % 9 == 4) c.options.pos_encoding = PosEncoding::kRopeLlama;
-      if (n % 9 == 7) c.options.pos_encoding = PosEncoding::kAlibi;
       if (n % 4 == 1) c.split.fixed_split_size = 128;
       c.seed = 700 + n;
       cases.push_back(c);

@@ -209,10 +209,19 @@ Built build(const AttentionCase& c, Device device, std::mt19937_64& rng) {
   return b;
 }
 
-// `args` (the problem's shape and arrays) with what every plan takes from the case:
-// options, the custom mask (prefill), dtypes and split.
+// `args` (the problem's arrays) with what every plan takes from the case: heads, head
+// dims (and page size), options, the custom mask (prefill), dtypes and split.
 template <class Args>
 Args with_case_fields(const AttentionCase& c, const Built& b, Args args) {
+  args.num_qo_heads = c.num_qo_heads;
+  args.num_kv_heads = c.num_kv_heads;
+  if constexpr (requires { args.head_dim_qk; }) {  // ragged
+    args.head_dim_qk = c.head_dim_qk;
+    args.head_dim_vo = c.head_dim_vo;
+  } else {  // paged
+    args.head_dim = c.head_dim_qk;
+    args.page_size = c.page_size;
+  }
   args.options = c.options;
   if constexpr (requires { args.custom_mask; }) args.custom_mask = b.mask.device;
   args.q_dtype = c.q_dtype;
@@ -231,34 +240,24 @@ void run_wrapper(const AttentionCase& c, Device device, Built& b) {
     table = b.table.view();
     if (!device.is_cpu()) table.indices = b.indices_device;
   }
+  // The wrapper planned with the case's fields over `args` (its arrays), then run on
+  // q, `kv` (the cache, or k and v) and out.
+  const auto plan_and_run = [&](auto&& w, const auto& args, const auto&... kv) {
+    w.plan(with_case_fields(c, b, args));
+    w.run(b.q.device, kv..., b.out.device, run);
+  };
   switch (c.wrapper) {
-    case Wrapper::kRaggedPrefill: {
-      BatchPrefillWithRaggedKVCache w(device, c.layout);
-      w.plan(with_case_fields(c, b,
-                              RaggedPrefillPlanArgs{.qo_indptr = qo_indptr, .kv_indptr = kv_indptr,
-                                                    .num_qo_heads = c.num_qo_heads, .num_kv_heads = c.num_kv_heads,
-                                                    .head_dim_qk = c.head_dim_qk, .head_dim_vo = c.head_dim_vo}));
-      w.run(b.q.device, b.k.device, b.v.device, b.out.device, run);
+    case Wrapper::kRaggedPrefill:
+      plan_and_run(BatchPrefillWithRaggedKVCache(device, c.layout),
+                   RaggedPrefillPlanArgs{.qo_indptr = qo_indptr, .kv_indptr = kv_indptr}, b.k.device, b.v.device);
       break;
-    }
-    case Wrapper::kPagedPrefill: {
-      BatchPrefillWithPagedKVCache w(device, c.layout);
-      w.plan(with_case_fields(c, b,
-                              PagedPrefillPlanArgs{.qo_indptr = qo_indptr, .page_table = table,
-                                                   .num_qo_heads = c.num_qo_heads, .num_kv_heads = c.num_kv_heads,
-                                                   .head_dim = c.head_dim_qk, .page_size = c.page_size}));
-      w.run(b.q.device, b.cache_device, b.out.device, run);
+    case Wrapper::kPagedPrefill:
+      plan_and_run(BatchPrefillWithPagedKVCache(device, c.layout),
+                   PagedPrefillPlanArgs{.qo_indptr = qo_indptr, .page_table = table}, b.cache_device);
       break;
-    }
-    case Wrapper::kDecode: {
-      BatchDecodeWithPagedKVCache w(device, c.layout);
-      w.plan(with_case_fields(c, b,
-                              DecodePlanArgs{.page_table = table, .num_qo_heads = c.num_qo_heads,
-                                             .num_kv_heads = c.num_kv_heads, .head_dim = c.head_dim_qk,
-                                             .page_size = c.page_size}));
-      w.run(b.q.device, b.cache_device, b.out.device, run);
+    case Wrapper::kDecode:
+      plan_and_run(BatchDecodeWithPagedKVCache(device, c.layout), DecodePlanArgs{.page_table = table}, b.cache_device);
       break;
-    }
   }
   (void)batch;
   b.out.to_host();
