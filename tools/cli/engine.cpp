@@ -121,6 +121,7 @@ struct Engine::Impl {
   ModelShape model;
   EngineOptions opt;
   bool mla = false;
+  double elem = 2, qelem = 2;  // bytes of a KV and of a q/o element: the steps' byte counts
   Tensor cache;  // GQA: [layers, pages, 2, page_size, Hk, D]; MLA: [layers, pages, page_size, ckv + kpe]
   Tensor out, lse, positions, batch_indices;
   std::unique_ptr<RandomPool> q_pool, kv_pool;
@@ -140,6 +141,8 @@ struct Engine::Impl {
       : model(m),
         opt(o),
         mla(m.kind == AttentionKind::kMla),
+        elem(double(dtype_size(m.kv_dtype))),
+        qelem(double(dtype_size(m.q_dtype))),
         prefill(o.device),
         decode(o.device),
         cascade(2, o.device),
@@ -282,7 +285,6 @@ StepStats Engine::Impl::run_gqa(const StepBatch& batch, OracleCheck* check) {
   const Device dev = opt.device;
   const std::int32_t ps = opt.page_size;
   const std::int64_t hq = model.num_qo_heads, hk = model.num_kv_heads, d = model.head_dim;
-  const double elem = double(dtype_size(model.kv_dtype)), qelem = double(dtype_size(model.q_dtype));
 
   // Decode rows of requests whose group has two or more members decoding go through
   // the cascade (the prefix read once per group); the others through plain decode.
@@ -422,7 +424,6 @@ StepStats Engine::Impl::run_mla(const StepBatch& batch, OracleCheck* check) {
   const Device dev = opt.device;
   const std::int32_t ps = opt.page_size;
   const std::int64_t h = model.num_qo_heads, dc = model.head_dim_ckv, dp = model.head_dim_kpe;
-  const double elem = double(dtype_size(model.kv_dtype)), qelem = double(dtype_size(model.q_dtype));
   const double flops_per_pair = double(h) * 2.0 * double(2 * dc + dp);
 
   // MLA has no cascade wrapper: requests of a prefix group still share the prefix's
