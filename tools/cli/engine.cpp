@@ -7,6 +7,7 @@
 #include <chrono>
 #include <map>
 #include <random>
+#include <type_traits>
 
 #include "core/span_timer.hpp"
 #include "cpu/convert.hpp"
@@ -211,17 +212,25 @@ struct Engine::Impl {
     return a;
   }
 
-  // `args` (a step's tables) with what every GQA plan of a step shares: the model's
-  // heads, head_dim and dtypes (out in q's), the engine's page size.
+  // `args` (a step's tables) with what every plan of a step shares: the model's heads,
+  // head dims and dtypes (out in q's), the engine's page size; MLA's causal and scale.
   template <class Args>
   Args with_model(Args args) const {
-    args.num_qo_heads = model.num_qo_heads;
-    args.num_kv_heads = model.num_kv_heads;
-    args.head_dim = model.head_dim;
+    if constexpr (std::is_same_v<Args, MLAPlanArgs>) {
+      args.num_heads = model.num_qo_heads;
+      args.head_dim_ckv = model.head_dim_ckv;
+      args.head_dim_kpe = model.head_dim_kpe;
+      args.causal = true;
+      args.sm_scale = model.sm_scale();
+    } else {
+      args.num_qo_heads = model.num_qo_heads;
+      args.num_kv_heads = model.num_kv_heads;
+      args.head_dim = model.head_dim;
+      args.o_dtype = model.q_dtype;
+    }
     args.page_size = opt.page_size;
     args.q_dtype = model.q_dtype;
     args.kv_dtype = model.kv_dtype;
-    args.o_dtype = model.q_dtype;
     return args;
   }
 
@@ -460,22 +469,11 @@ StepStats Engine::Impl::run_mla(const StepBatch& batch, OracleCheck* check) {
 
   auto t0 = Clock::now();
   const AppendPlan append = plan_append(new_tokens);
-  const std::optional<float> scale = model.sm_scale();
   // Prefill and decode share the model's MLA shape; only their tables differ.
   const auto plan_mla = [&](BatchMLAPagedAttention& w, const TensorView& qo_indptr, const PageTable& table,
                             const TensorView& kv_len) {
-    w.plan({.qo_indptr = qo_indptr,
-            .kv_indptr = table.indptr,
-            .kv_indices = table.indices,
-            .kv_len = kv_len,
-            .num_heads = h,
-            .head_dim_ckv = dc,
-            .head_dim_kpe = dp,
-            .page_size = ps,
-            .causal = true,
-            .sm_scale = scale,
-            .q_dtype = model.q_dtype,
-            .kv_dtype = model.kv_dtype});
+    w.plan(with_model(MLAPlanArgs{
+        .qo_indptr = qo_indptr, .kv_indptr = table.indptr, .kv_indices = table.indices, .kv_len = kv_len}));
   };
   if (prefill_rows > 0) {
     plan_mla(mla_prefill, prefill_qo_indptr.on_host(),
