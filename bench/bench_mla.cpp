@@ -86,14 +86,9 @@ int main(int argc, char** argv) try {
     const Tensor t_ids = host_i32(table.indices).to(gpu);
 
     BatchMLAPagedAttention mla(gpu);
-    mla.plan({.qo_indptr = t_qo,
-              .kv_indptr = t_kv,
-              .kv_indices = t_ids,
-              .kv_len = t_len,
-              .num_heads = heads,
-              .page_size = kPage,
-              .sm_scale = s.sm_scale,
-              .kv_dtype = s.kv_dtype});
+    MLAPlanArgs plan_args = testing::mla_plan_args(t_qo, t_kv, t_ids, t_len, heads, kPage, s.sm_scale);
+    plan_args.kv_dtype = s.kv_dtype;
+    mla.plan(plan_args);
     const MLACache cache_view = MLACache::combined(cache, kDc);
     const Timing t = timer.time([&] { mla.run(q_nope, q_pe, cache_view, out, {.stream = timer.stream()}); },
                                 3, std::max(args.runs, 20), true);

@@ -4,16 +4,15 @@
 16x1k, 4x4k, 1x16k; 32 heads; bf16; head_dim 64/128/256; causal and not), timed
 like bench_prefill (CUDA events, cold L2, median of >= 20 runs).
 Usage: peer_prefill.py --json PATH."""
-import json
 import os
 import sys
 
 import torch
 import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.nn.attention import SDPBackend
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "common"))
-from peer_timing import finish, parse_args, time_ms  # noqa: E402
+from peer_timing import finish, parse_args, sdpa_rows  # noqa: E402
 
 SHAPES = [(16, 1024), (4, 4096), (1, 16384)]
 HEADS = 32
@@ -31,18 +30,9 @@ def main():
         pairs = l * (l + 1) / 2 if causal else l * l
         flops = 4.0 * b * pairs * HEADS * d
         name = f"{b}x{l} d{d}" + (" causal" if causal else "")
-        for peer, backend in [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)]:
-            try:
-                with sdpa_kernel(backend):
-                    fn = lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                    fn()
-                    med, mn = time_ms(fn, args.runs)
-                row = {"name": name, "peer": f"torch sdpa {peer}", "median_us": med * 1e3, "min_us": mn * 1e3,
-                       "TFLOPs": flops / (med * 1e9)}
-            except Exception as e:  # a backend that does not take this shape
-                row = {"name": name, "peer": f"torch sdpa {peer}", "error": str(e).splitlines()[0][:200]}
-            rows.append(row)
-            print(json.dumps(row))
+        rows += sdpa_rows(name, [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)],
+                          lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), args.runs,
+                          lambda med: {"TFLOPs": flops / (med * 1e9)})
         del q, k, v
         torch.cuda.empty_cache()
     finish(args, "peer_prefill", rows)

@@ -27,16 +27,10 @@ inline constexpr bool kHaveCheck = false;
 inline testing::AttentionCase decode_case(std::string name, std::vector<std::int32_t> kv_lens,
                                           std::int64_t num_qo_heads, std::int64_t num_kv_heads,
                                           std::int64_t head_dim, std::int64_t page_size) {
-  testing::AttentionCase c;
-  c.name = std::move(name);
-  c.wrapper = testing::Wrapper::kDecode;
-  c.qo_lens.assign(kv_lens.size(), 1);
-  c.kv_lens = std::move(kv_lens);
-  c.num_qo_heads = num_qo_heads;
-  c.num_kv_heads = num_kv_heads;
-  c.head_dim_qk = c.head_dim_vo = head_dim;
+  const std::vector<std::int32_t> qo_lens(kv_lens.size(), 1);
+  testing::AttentionCase c = testing::bf16_case(std::move(name), testing::Wrapper::kDecode, num_qo_heads,
+                                                num_kv_heads, head_dim, qo_lens, std::move(kv_lens));
   c.page_size = page_size;
-  c.q_dtype = c.kv_dtype = c.o_dtype = DType::kBF16;
   c.with_lse = false;
   return c;
 }
@@ -46,16 +40,10 @@ inline testing::AttentionCase decode_case(std::string name, std::vector<std::int
 inline testing::AttentionCase prefill_case(std::string name, testing::Wrapper wrapper, std::int64_t batch,
                                            std::int32_t len, std::int64_t num_qo_heads,
                                            std::int64_t num_kv_heads, std::int64_t head_dim, bool causal) {
-  testing::AttentionCase c;
-  c.name = std::move(name);
-  c.wrapper = wrapper;
-  c.qo_lens.assign(std::size_t(batch), len);
-  c.kv_lens.assign(std::size_t(batch), len);
-  c.num_qo_heads = num_qo_heads;
-  c.num_kv_heads = num_kv_heads;
-  c.head_dim_qk = c.head_dim_vo = head_dim;
+  const std::vector<std::int32_t> lens(std::size_t(batch), len);
+  testing::AttentionCase c =
+      testing::bf16_case(std::move(name), wrapper, num_qo_heads, num_kv_heads, head_dim, lens, lens);
   c.options.mask_mode = causal ? MaskMode::kCausal : MaskMode::kNone;
-  c.q_dtype = c.kv_dtype = c.o_dtype = DType::kBF16;
   c.with_lse = false;
   return c;
 }

@@ -215,6 +215,18 @@ int sm_count() {
   return n;
 }
 
+// The read kernels' launches over n 16-byte elements: grid-stride with BlocksPerSM
+// resident blocks per SM, or one block per tile of kThreads * Unroll elements.
+template <int Unroll, int Hint, int BlocksPerSM>
+void launch_grid_stride(const uint4* src, std::size_t n, unsigned long long* acc, int sms, cudaStream_t stream) {
+  read_reduce_kernel<Unroll, Hint><<<unsigned(sms * BlocksPerSM), kThreads, 0, stream>>>(src, n, acc);
+}
+template <int Unroll, int Hint>
+void launch_tiles(const uint4* src, std::size_t n, unsigned long long* acc, int, cudaStream_t stream) {
+  read_tiles_kernel<Unroll, Hint>
+      <<<unsigned((n + kThreads * Unroll - 1) / (kThreads * Unroll)), kThreads, 0, stream>>>(src, n, acc);
+}
+
 }  // namespace
 
 GpuTimer::GpuTimer(cudaStream_t stream) : stream_(stream) {
@@ -350,43 +362,22 @@ Ceiling measure_read_bandwidth(std::size_t bytes, std::vector<Ceiling>* variants
   Ceiling best{"read_bandwidth", 0, "GB/s", {}, ""};
   struct Shape {
     const char* name;
-    void (*launch)(const uint4*, std::size_t, unsigned long long*, int sms);
+    void (*launch)(const uint4*, std::size_t, unsigned long long*, int sms, cudaStream_t);
   };
   // Grid-stride kernels with 8 resident blocks of 256 threads per SM (a full H100/H200
   // SM), or half; tiled kernels with one block per tile.
   const Shape shapes[] = {
-      {"grid-stride, unroll 4, L2::256B, 8 blocks/SM",
-       [](const uint4* a, std::size_t b, unsigned long long* c, int sms) {
-         read_reduce_kernel<4, 0><<<unsigned(sms * 8), kThreads>>>(a, b, c);
-       }},
-      {"grid-stride, unroll 8, L2::256B, 4 blocks/SM",
-       [](const uint4* a, std::size_t b, unsigned long long* c, int sms) {
-         read_reduce_kernel<8, 0><<<unsigned(sms * 4), kThreads>>>(a, b, c);
-       }},
-      {"grid-stride, unroll 4, no L2 hint, 8 blocks/SM",
-       [](const uint4* a, std::size_t b, unsigned long long* c, int sms) {
-         read_reduce_kernel<4, 1><<<unsigned(sms * 8), kThreads>>>(a, b, c);
-       }},
-      {"grid-stride, unroll 8, no L2 hint, 8 blocks/SM",
-       [](const uint4* a, std::size_t b, unsigned long long* c, int sms) {
-         read_reduce_kernel<8, 1><<<unsigned(sms * 8), kThreads>>>(a, b, c);
-       }},
-      {"tiles, unroll 4, L2::256B",
-       [](const uint4* a, std::size_t b, unsigned long long* c, int) {
-         read_tiles_kernel<4, 0><<<unsigned((b + kThreads * 4 - 1) / (kThreads * 4)), kThreads>>>(a, b, c);
-       }},
-      {"tiles, unroll 8, L2::256B",
-       [](const uint4* a, std::size_t b, unsigned long long* c, int) {
-         read_tiles_kernel<8, 0><<<unsigned((b + kThreads * 8 - 1) / (kThreads * 8)), kThreads>>>(a, b, c);
-       }},
-      {"tiles, unroll 8, no L2 hint",
-       [](const uint4* a, std::size_t b, unsigned long long* c, int) {
-         read_tiles_kernel<8, 1><<<unsigned((b + kThreads * 8 - 1) / (kThreads * 8)), kThreads>>>(a, b, c);
-       }},
+      {"grid-stride, unroll 4, L2::256B, 8 blocks/SM", launch_grid_stride<4, 0, 8>},
+      {"grid-stride, unroll 8, L2::256B, 4 blocks/SM", launch_grid_stride<8, 0, 4>},
+      {"grid-stride, unroll 4, no L2 hint, 8 blocks/SM", launch_grid_stride<4, 1, 8>},
+      {"grid-stride, unroll 8, no L2 hint, 8 blocks/SM", launch_grid_stride<8, 1, 8>},
+      {"tiles, unroll 4, L2::256B", launch_tiles<4, 0>},
+      {"tiles, unroll 8, L2::256B", launch_tiles<8, 0>},
+      {"tiles, unroll 8, no L2 hint", launch_tiles<8, 1>},
   };
   for (const Shape& shape : shapes) {
     // A 4 GiB stream is far beyond the L2: every run is cold without a flush.
-    const Timing t = timer.time([&] { shape.launch(src, n, acc, sms); }, 3, 20, false);
+    const Timing t = timer.time([&] { shape.launch(src, n, acc, sms, nullptr); }, 3, 20, false);
     Ceiling c{"read_bandwidth", double(bytes) / (t.median_us * 1e3), "GB/s", t, shape.name};
     if (variants) variants->push_back(c);
     if (c.value > best.value) best = c;
@@ -403,13 +394,9 @@ Ceiling measure_read_of(std::size_t bytes, GpuTimer& timer, int runs) {
   auto* src = static_cast<const uint4*>(buf.p);
   auto* acc = static_cast<unsigned long long*>(out.p);
   const cudaStream_t stream = timer.stream();
-  const Timing grid_stride = timer.time(
-      [&] { read_reduce_kernel<4, 1><<<unsigned(sms * 8), kThreads, 0, stream>>>(src, n, acc); }, 3, runs, true);
-  const Timing tiles = timer.time(
-      [&] {
-        read_tiles_kernel<8, 1><<<unsigned((n + kThreads * 8 - 1) / (kThreads * 8)), kThreads, 0, stream>>>(src, n, acc);
-      },
-      3, runs, true);
+  const Timing grid_stride =
+      timer.time([&] { launch_grid_stride<4, 1, 8>(src, n, acc, sms, stream); }, 3, runs, true);
+  const Timing tiles = timer.time([&] { launch_tiles<8, 1>(src, n, acc, sms, stream); }, 3, runs, true);
   const bool first = grid_stride.median_us <= tiles.median_us;
   const Timing& t = first ? grid_stride : tiles;
   return {"read_of_size", double(bytes) / (t.median_us * 1e3), "GB/s", t,

@@ -8,6 +8,7 @@ import statistics
 import time
 
 import torch
+from torch.nn.attention import sdpa_kernel
 
 
 def parse_args(runs=20, extra=()):
@@ -50,6 +51,31 @@ def time_ms(fn, runs, warmup=3, warmup_ms=50.0):
         torch.cuda.synchronize()
         times.append(start.elapsed_time(stop))
     return statistics.median(times), min(times)
+
+
+def sdpa_rows(name, backends, call, runs, metrics, warmup=3, profile=False):
+    """call() (a torch SDPA call on one shape) under each (peer, SDPBackend) of
+    `backends`: a row per backend with the median and minimum µs and metrics(median ms),
+    or the error of a backend that does not take the shape; each printed as it comes.
+    profile: three untimed calls each, for a profiler, and no rows."""
+    rows = []
+    for peer, backend in backends:
+        try:
+            with sdpa_kernel(backend):
+                call()
+                if profile:
+                    for _ in range(3):
+                        call()
+                    torch.cuda.synchronize()
+                    continue
+                med, mn = time_ms(call, runs, warmup=warmup)
+            row = {"name": name, "peer": f"torch sdpa {peer}", "median_us": med * 1e3, "min_us": mn * 1e3,
+                   **metrics(med)}
+        except Exception as e:  # a backend that does not take this shape
+            row = {"name": name, "peer": f"torch sdpa {peer}", "error": str(e).splitlines()[0][:200]}
+        rows.append(row)
+        print(json.dumps(row))
+    return rows
 
 
 def finish(args, bench, rows):

@@ -22,7 +22,6 @@ import argparse
 import json
 import math
 import os
-import statistics
 import sys
 import time
 import traceback
@@ -88,34 +87,15 @@ def main():
     print(f"flashinfer {flashinfer.__version__} on {out['device']}, torch {torch.__version__}, "
           f"setup {out['setup_s']} s", flush=True)
 
-    flush = torch.empty(64 << 20, dtype=torch.int32, device=dev)  # 256 MB, 4x the L2
     workspace = torch.zeros(512 << 20, dtype=torch.uint8, device=dev)
-
-    def evict():
-        # A read, as bench/common's: a write would leave dirty lines in L2 whose
-        # write-back the timed run would pay.
-        torch.sum(flush, dtype=torch.int64)
+    # bench/common/peer_timing.py's timer (cold L2, warm-up), importable now that the
+    # bundle's torch is.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "common"))
+    from peer_timing import time_ms
 
     def time_us(fn):
-        # Untimed calls for at least 50 ms (and 3), as bench/common's timer.
-        t0, i = time.perf_counter(), 0
-        while i < 3 or (time.perf_counter() - t0) * 1e3 < 50.0:
-            evict()
-            fn()
-            i += 1
-            if i % 8 == 0:
-                torch.cuda.synchronize()
-        torch.cuda.synchronize()
-        ts = []
-        for _ in range(runs):
-            evict()
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            a.record()
-            fn()
-            b.record()
-            torch.cuda.synchronize()
-            ts.append(a.elapsed_time(b) * 1e3)
-        return statistics.median(ts), min(ts)
+        med, mn = time_ms(fn, runs)
+        return med * 1e3, mn * 1e3
 
     def jit_built():  # modules compiled on this machine (not loaded from the bundle)
         try:

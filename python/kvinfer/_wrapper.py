@@ -37,12 +37,15 @@ class WrapperBase:
     def is_cuda_graph_enabled(self) -> bool:
         return self._use_cuda_graph
 
-    def _bind(self, impl: Any, float_workspace_buffer: Any) -> None:
-        self._bind_device(float_workspace_buffer)
+    def _bind(self, impl: Any, float_workspace_buffer: Any, use_cuda_graph: bool, kv_layout: str) -> None:
+        self._bind_device(float_workspace_buffer, use_cuda_graph, kv_layout)
         self._set_impl(impl)
 
-    def _bind_device(self, float_workspace_buffer: Any) -> None:
-        """The wrapper's device is its workspace's (as FlashInfer's)."""
+    def _bind_device(self, float_workspace_buffer: Any, use_cuda_graph: bool, kv_layout: str = "NHD") -> None:
+        """The wrapper's device is its workspace's (as FlashInfer's); use_cuda_graph and
+        kv_layout as every constructor takes them."""
+        self._use_cuda_graph = use_cuda_graph
+        self._kv_layout = kv_layout
         self._impl = None
         self._impl_run = self._not_planned
         self._o_dtype = "float16"

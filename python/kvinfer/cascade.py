@@ -89,13 +89,11 @@ class MultiLevelCascadeAttentionWrapper(WrapperBase):
                     _utils.error(op, name, None if arr is None else f"{len(arr)} buffers",
                                  f"use_cuda_graph=True needs one buffer per level ({num_levels})")
         self._num_levels = num_levels
-        self._kv_layout = kv_layout
-        self._use_cuda_graph = use_cuda_graph
         self._qo_indptr_buf_arr = qo_indptr_buf_arr
         self._paged_kv_indptr_buf_arr = paged_kv_indptr_buf_arr
         self._paged_kv_indices_buf_arr = paged_kv_indices_buf_arr
         self._paged_kv_last_page_len_buf_arr = paged_kv_last_page_len_buf_arr
-        self._bind_device(float_workspace_buffer)
+        self._bind_device(float_workspace_buffer, use_cuda_graph, kv_layout)
         if not use_cuda_graph:
             self._set_impl(_kvinfer.MultiLevelCascadeAttention(num_levels, float_workspace_buffer, kv_layout, []))
 

@@ -72,15 +72,13 @@ class BatchDecodeWithPagedKVCacheWrapper(WrapperBase):
                 _utils.error(op, "paged_kv_indptr_buffer.shape[0]", _utils.length(paged_kv_indptr_buffer),
                              f"must be batch_size + 1 = {batch + 1} (paged_kv_last_page_len_buffer has {batch})")
             capacity = (batch, batch, _utils.length(paged_kv_indices_buffer))
-        self._kv_layout = kv_layout
-        self._use_cuda_graph = use_cuda_graph
         self._use_tensor_cores = use_tensor_cores
         self._paged_kv_indptr_buf = paged_kv_indptr_buffer
         self._paged_kv_indices_buf = paged_kv_indices_buffer
         self._paged_kv_last_page_len_buf = paged_kv_last_page_len_buffer
         self._backend = backend
         self._bind(_kvinfer.BatchDecodeWithPagedKVCache(float_workspace_buffer, kv_layout, capacity),
-                   float_workspace_buffer)
+                   float_workspace_buffer, use_cuda_graph, kv_layout)
         self._window_left = -1
 
     @property

@@ -48,13 +48,12 @@ class BatchMLAPagedAttentionWrapper(WrapperBase):
             _utils.not_supported(op, "backend", repr(backend), "kvinfer's MLA has one implementation (\"auto\")")
         if use_cuda_graph:
             _utils.require_buffers(op, qo_indptr=qo_indptr, kv_indices=kv_indices)
-        self._use_cuda_graph = use_cuda_graph
         self._qo_indptr_buf = qo_indptr
         self._kv_indptr_buf = kv_indptr
         self._kv_indices_buf = kv_indices
         self._kv_len_arr_buf = kv_len_arr
         self._backend = backend
-        self._bind_device(float_workspace_buffer)
+        self._bind_device(float_workspace_buffer, use_cuda_graph)
         if not use_cuda_graph:
             self._set_impl(_kvinfer.BatchMLAPagedAttention(float_workspace_buffer, None))
         self._num_heads = 0

@@ -56,12 +56,10 @@ class _Prefill(WrapperBase):
 
     run_return_lse = _run_return_lse
 
-    def _init(self, kv_layout: str, use_cuda_graph: bool, custom_mask_buf: Any, mask_indptr_buf: Any, backend: str,
-              jit_args: Any, jit_kwargs: Any, variant_owns_mask: bool) -> None:
+    def _init(self, custom_mask_buf: Any, mask_indptr_buf: Any, backend: str, jit_args: Any, jit_kwargs: Any,
+              variant_owns_mask: bool) -> None:
         reject(self._op, jit_args=(jit_args, None), jit_kwargs=(jit_kwargs, None),
                variant_owns_mask=(variant_owns_mask, False))
-        self._kv_layout = kv_layout
-        self._use_cuda_graph = use_cuda_graph
         self._custom_mask_buf = custom_mask_buf
         self._mask_indptr_buf = mask_indptr_buf
         self._backend = backend
@@ -117,8 +115,7 @@ class BatchPrefillWithPagedKVCacheWrapper(_Prefill):
         custom_mask_buf receives the packed mask. backend "auto" / "fa2" (portable) /
         "fa3" (Hopper wgmma)."""
         op = self._op
-        self._init(kv_layout, use_cuda_graph, custom_mask_buf, mask_indptr_buf, backend, jit_args, jit_kwargs,
-                   variant_owns_mask)
+        self._init(custom_mask_buf, mask_indptr_buf, backend, jit_args, jit_kwargs, variant_owns_mask)
         if use_cuda_graph:
             _utils.require_buffers(op, qo_indptr_buf=qo_indptr_buf, paged_kv_indptr_buf=paged_kv_indptr_buf,
                                    paged_kv_indices_buf=paged_kv_indices_buf,
@@ -130,7 +127,7 @@ class BatchPrefillWithPagedKVCacheWrapper(_Prefill):
         self._paged_kv_indices_buf = paged_kv_indices_buf
         self._paged_kv_last_page_len_buf = paged_kv_last_page_len_buf
         self._max_total_num_rows = max_total_num_rows
-        self._bind_device(float_workspace_buffer)
+        self._bind_device(float_workspace_buffer, use_cuda_graph, kv_layout)
         if not use_cuda_graph:
             self._set_impl(_kvinfer.BatchPrefillWithPagedKVCache(float_workspace_buffer, kv_layout, None))
         elif max_total_num_rows is not None:
@@ -282,13 +279,12 @@ class BatchPrefillWithRaggedKVCacheWrapper(_Prefill):
         """use_cuda_graph: a fixed-capacity plan: qo_indptr_buf [max_batch + 1] fixes the
         batch, the first plan the query rows (as FlashInfer) and, with fixed_split_size,
         the key rows."""
-        self._init(kv_layout, use_cuda_graph, custom_mask_buf, mask_indptr_buf, backend, jit_args, jit_kwargs,
-                   variant_owns_mask)
+        self._init(custom_mask_buf, mask_indptr_buf, backend, jit_args, jit_kwargs, variant_owns_mask)
         if use_cuda_graph:
             _utils.require_buffers(self._op, qo_indptr_buf=qo_indptr_buf, kv_indptr_buf=kv_indptr_buf)
         self._qo_indptr_buf = qo_indptr_buf
         self._kv_indptr_buf = kv_indptr_buf
-        self._bind_device(float_workspace_buffer)
+        self._bind_device(float_workspace_buffer, use_cuda_graph, kv_layout)
         if not use_cuda_graph:
             self._set_impl(_kvinfer.BatchPrefillWithRaggedKVCache(float_workspace_buffer, kv_layout, None))
 

@@ -135,6 +135,19 @@ class Wrapper {
     planned = true;
   }
 
+  // plan() of a prefill wrapper: `args` (its arrays and shape) with the custom mask,
+  // which replaces causal (FlashInfer's rule), and the plan's options; run() reads
+  // the mask and the arrays in `refs`.
+  template <class Args>
+  void plan_prefill(Args args, nb::handle custom_mask, bool causal, const PlanOptions& options,
+                    std::vector<nb::object> refs) {
+    const TensorArg a_mask = tensor_arg(op_, "custom_mask", custom_mask, std::nullopt, true);
+    args.custom_mask = a_mask.view;
+    args = with_plan_options(op_, std::move(args), mask_mode(a_mask, causal), options);
+    refs.push_back(nb::borrow(custom_mask));
+    commit(args, args.o_dtype, std::move(refs));
+  }
+
   Impl w_;
   std::string_view op_;
 };
@@ -196,17 +209,13 @@ class PagedPrefill : public Wrapper<BatchPrefillWithPagedKVCache> {
             std::int64_t page_size, nb::handle custom_mask, bool causal, const PlanOptions& options) {
     const TensorArg a_qo = tensor_arg(kOp, "qo_indptr", qo_indptr);
     const PageTableArg table = page_table_arg(kOp, indptr, indices, last_page_len);
-    const TensorArg a_mask = tensor_arg(kOp, "custom_mask", custom_mask, std::nullopt, true);
-    const PagedPrefillPlanArgs args = with_plan_options(kOp,
-                                                        PagedPrefillPlanArgs{.qo_indptr = a_qo.view,
-                                                                             .page_table = table.table(),
-                                                                             .num_qo_heads = num_qo_heads,
-                                                                             .num_kv_heads = num_kv_heads,
-                                                                             .head_dim = head_dim,
-                                                                             .page_size = page_size,
-                                                                             .custom_mask = a_mask.view},
-                                                        mask_mode(a_mask, causal), options);
-    commit(args, args.o_dtype, {nb::borrow(indices), nb::borrow(custom_mask)});
+    plan_prefill(PagedPrefillPlanArgs{.qo_indptr = a_qo.view,
+                                      .page_table = table.table(),
+                                      .num_qo_heads = num_qo_heads,
+                                      .num_kv_heads = num_kv_heads,
+                                      .head_dim = head_dim,
+                                      .page_size = page_size},
+                 custom_mask, causal, options, {nb::borrow(indices)});
   }
 };
 
@@ -222,17 +231,13 @@ class RaggedPrefill : public Wrapper<BatchPrefillWithRaggedKVCache> {
             const PlanOptions& options) {
     const TensorArg a_qo = tensor_arg(kOp, "qo_indptr", qo_indptr);
     const TensorArg a_kv = tensor_arg(kOp, "kv_indptr", kv_indptr);
-    const TensorArg a_mask = tensor_arg(kOp, "custom_mask", custom_mask, std::nullopt, true);
-    const RaggedPrefillPlanArgs args = with_plan_options(kOp,
-                                                         RaggedPrefillPlanArgs{.qo_indptr = a_qo.view,
-                                                                               .kv_indptr = a_kv.view,
-                                                                               .num_qo_heads = num_qo_heads,
-                                                                               .num_kv_heads = num_kv_heads,
-                                                                               .head_dim_qk = head_dim_qk,
-                                                                               .head_dim_vo = head_dim_vo,
-                                                                               .custom_mask = a_mask.view},
-                                                         mask_mode(a_mask, causal), options);
-    commit(args, args.o_dtype, {nb::borrow(custom_mask)});
+    plan_prefill(RaggedPrefillPlanArgs{.qo_indptr = a_qo.view,
+                                       .kv_indptr = a_kv.view,
+                                       .num_qo_heads = num_qo_heads,
+                                       .num_kv_heads = num_kv_heads,
+                                       .head_dim_qk = head_dim_qk,
+                                       .head_dim_vo = head_dim_vo},
+                 custom_mask, causal, options, {});
   }
 
   void run(nb::handle q_, nb::handle k_, nb::handle v_, nb::handle out_, nb::handle lse_, float k_scale,

@@ -154,6 +154,19 @@ struct AttentionSetup {
   Tensor k = random_bf16({1000, kHk, kD}, rng), v = random_bf16({1000, kHk, kD}, rng);
   Tensor cache = random_bf16({table.num_pages, 2, kPage, kHk, kD}, rng);
   Tensor mask = random_bools(1 * 300 + 8 * 17 + 31 * 683, rng);
+
+  RaggedPrefillPlanArgs ragged(const AttentionOptions& options, const SplitOptions& split = {}) const {
+    return {.qo_indptr = qo_indptr, .kv_indptr = kv_indptr, .num_qo_heads = kHq, .num_kv_heads = kHk,
+            .head_dim_qk = kD, .options = options, .split = split};
+  }
+  PagedPrefillPlanArgs paged(const AttentionOptions& options, const SplitOptions& split) const {
+    return {.qo_indptr = qo_indptr, .page_table = table.view(), .num_qo_heads = kHq, .num_kv_heads = kHk,
+            .head_dim = kD, .page_size = kPage, .options = options, .split = split};
+  }
+  DecodePlanArgs decode(const AttentionOptions& options, const SplitOptions& split = {}) const {
+    return {.page_table = table.view(), .num_qo_heads = kHq, .num_kv_heads = kHk, .head_dim = kD,
+            .page_size = kPage, .options = options, .split = split};
+  }
 };
 
 struct Variant {
@@ -174,6 +187,16 @@ std::vector<Variant> variants() {
   };
 }
 
+// Each variant planned on a fresh wrapper W (args_of(variant)) and run (run(w)):
+// expect_runs_allocate_nothing.
+template <class W, class ArgsOf, class Run>
+void expect_variants_allocate_nothing(const std::string& what, ArgsOf&& args_of, Run&& run) {
+  for (const Variant& var : variants()) {
+    W w;
+    expect_runs_allocate_nothing((what + ", " + var.name).c_str(), [&] { w.plan(args_of(var)); }, [&] { run(w); });
+  }
+}
+
 class RunAllocations : public ::testing::TestWithParam<int> {
  protected:
   void SetUp() override { cpu::set_num_threads(GetParam()); }
@@ -182,56 +205,42 @@ class RunAllocations : public ::testing::TestWithParam<int> {
 
 TEST_P(RunAllocations, RaggedPrefill) {
   AttentionSetup s;
-  for (const Variant& var : variants()) {
-    BatchPrefillWithRaggedKVCache w;
-    expect_runs_allocate_nothing(
-        (std::string("ragged prefill, ") + var.name).c_str(),
-        [&] {
-          w.plan({.qo_indptr = s.qo_indptr, .kv_indptr = s.kv_indptr, .num_qo_heads = kHq, .num_kv_heads = kHk,
-                  .head_dim_qk = kD, .options = var.options, .split = var.split});
-        },
-        [&] { w.run(s.q, s.k, s.v, s.out, {.lse = s.lse}); });
-  }
+  expect_variants_allocate_nothing<BatchPrefillWithRaggedKVCache>(
+      "ragged prefill", [&](const Variant& var) { return s.ragged(var.options, var.split); },
+      [&](auto& w) { w.run(s.q, s.k, s.v, s.out, {.lse = s.lse}); });
   BatchPrefillWithRaggedKVCache w;
   expect_runs_allocate_nothing(
       "ragged prefill, custom mask",
       [&] {
-        w.plan({.qo_indptr = s.qo_indptr, .kv_indptr = s.kv_indptr, .num_qo_heads = kHq, .num_kv_heads = kHk,
-                .head_dim_qk = kD, .options = {.mask_mode = MaskMode::kCustom}, .custom_mask = s.mask});
+        RaggedPrefillPlanArgs a = s.ragged({.mask_mode = MaskMode::kCustom});
+        a.custom_mask = s.mask;
+        w.plan(a);
       },
       [&] { w.run(s.q, s.k, s.v, s.out, {.lse = s.lse}); });
 }
 
 TEST_P(RunAllocations, PagedPrefillAndDecode) {
   AttentionSetup s;
-  for (const Variant& var : variants()) {
-    BatchPrefillWithPagedKVCache w;
-    expect_runs_allocate_nothing(
-        (std::string("paged prefill, ") + var.name).c_str(),
-        [&] {
-          w.plan({.qo_indptr = s.qo_indptr, .page_table = s.table.view(), .num_qo_heads = kHq, .num_kv_heads = kHk,
-                  .head_dim = kD, .page_size = kPage, .options = var.options, .split = var.split});
-        },
-        [&] { w.run(s.q, PagedKVCache::combined(s.cache), s.out, {.lse = s.lse}); });
-    BatchDecodeWithPagedKVCache d;
-    AttentionOptions decode_options = var.options;
-    decode_options.mask_mode = MaskMode::kNone;
-    expect_runs_allocate_nothing(
-        (std::string("decode, ") + var.name).c_str(),
-        [&] {
-          d.plan({.page_table = s.table.view(), .num_qo_heads = kHq, .num_kv_heads = kHk, .head_dim = kD,
-                  .page_size = kPage, .options = decode_options, .split = var.split});
-        },
-        [&] { d.run(s.q.view().slice(0, 0, 3), PagedKVCache::combined(s.cache), s.out.view().slice(0, 0, 3)); });
-  }
+  expect_variants_allocate_nothing<BatchPrefillWithPagedKVCache>(
+      "paged prefill", [&](const Variant& var) { return s.paged(var.options, var.split); },
+      [&](auto& w) { w.run(s.q, PagedKVCache::combined(s.cache), s.out, {.lse = s.lse}); });
+  expect_variants_allocate_nothing<BatchDecodeWithPagedKVCache>(
+      "decode",
+      [&](const Variant& var) {
+        AttentionOptions decode_options = var.options;
+        decode_options.mask_mode = MaskMode::kNone;
+        return s.decode(decode_options, var.split);
+      },
+      [&](auto& d) { d.run(s.q.view().slice(0, 0, 3), PagedKVCache::combined(s.cache), s.out.view().slice(0, 0, 3)); });
   // fp8 KV (direct widening of e4m3 rows) and a fixed capacity.
   Tensor cache8 = random_bytes_of({s.table.num_pages, 2, kPage, kHk, kD}, DType::kE4M3, s.rng);
   BatchDecodeWithPagedKVCache d(Device::cpu(), KVLayout::kNHD, Capacity{8, 8, 200});
   expect_runs_allocate_nothing(
       "decode, fp8 KV, fixed capacity",
       [&] {
-        d.plan({.page_table = s.table.view(), .num_qo_heads = kHq, .num_kv_heads = kHk, .head_dim = kD,
-                .page_size = kPage, .kv_dtype = DType::kE4M3});
+        DecodePlanArgs a = s.decode({});
+        a.kv_dtype = DType::kE4M3;
+        d.plan(a);
       },
       [&] {
         d.run(s.q.view().slice(0, 0, 3), PagedKVCache::combined(cache8), s.out.view().slice(0, 0, 3), {.k_scale = 0.5f});

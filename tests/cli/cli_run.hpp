@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <string>
 
 namespace kvinfer::cli_test {
@@ -42,6 +43,14 @@ inline Result run_cli(const std::string& args, int timeout_s = 120) {
 
 inline bool contains(const std::string& s, const std::string& part) {
   return s.find(part) != std::string::npos;
+}
+
+// r's output has every one of `parts` (the failure names the first missing one).
+inline ::testing::AssertionResult output_has(const Result& r, std::initializer_list<std::string> parts) {
+  for (const std::string& p : parts) {
+    if (!contains(r.output, p)) return ::testing::AssertionFailure() << "missing \"" << p << "\" in: " << r.output;
+  }
+  return ::testing::AssertionSuccess();
 }
 
 class TempDirTest : public ::testing::Test {

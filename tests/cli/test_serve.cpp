@@ -57,8 +57,7 @@ TEST_F(Serve, TinyRunWithCheckPassesAndWritesTheReport) {
   const std::string out = path("report.json");
   const Result r = run(kSmall + "--check --json " + out);
   ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("check:     passed"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("tokens/s"), std::string::npos) << r.output;
+  EXPECT_TRUE(output_has(r, {"check:     passed", "tokens/s"}));
   const nlohmann::json j = read_json(out);
   EXPECT_GT(j["result"]["steps"].get<int>(), 0);
   EXPECT_GT(j["result"]["tokens_per_s"].get<double>(), 0);
@@ -181,8 +180,7 @@ TEST_F(Serve, CheckMismatchFailsLoudlyAndWritesNoReport) {
   const std::string out = path("report.json");
   const Result r = run(kSmall + "--check --check-inject-fault --json " + out);
   EXPECT_EQ(r.code, 1) << r.output;
-  EXPECT_NE(r.output.find("CHECK FAILED"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("float64 oracle"), std::string::npos) << r.output;
+  EXPECT_TRUE(output_has(r, {"CHECK FAILED", "float64 oracle"}));
   EXPECT_FALSE(fs::exists(out));
   for (const auto& e : fs::directory_iterator(dir_)) ADD_FAILURE() << "left behind: " << e.path();
 }

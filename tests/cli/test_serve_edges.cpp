@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <nlohmann/json.hpp>
+#include <array>
 #include <thread>
 #include <vector>
 
@@ -258,18 +259,17 @@ TEST_F(CliTraceFile, CsvWithBomQuotesAndCrlf) {
 }
 
 TEST_F(CliTraceFile, MalformedCsvNamesTheLine) {
-  expect_bad_input(run_trace(write("open.csv", "prompt_len,gen_len\n5,\"2\n")),
-                   {"open.csv:2: a quoted field is not closed"});
-  expect_bad_input(run_trace(write("stray.csv", "prompt_len,gen_len\n5,2\n6,3\"x\n")),
-                   {"stray.csv:3: a quote inside an unquoted field"});
-  expect_bad_input(run_trace(write("after.csv", "prompt_len,gen_len\n5,\"2\"x\n")),
-                   {"after.csv:2: 'x' after the closing quote"});
-  expect_bad_input(run_trace(write("cr.csv", "prompt_len,gen_len\n5,2\r6,3\n")),
-                   {"cr.csv:2: a carriage return without a line feed"});
-  expect_bad_input(run_trace(write("fields.csv", "prompt_len,gen_len\n5,2,7\n")),
-                   {"fields.csv:2: 3 fields, the header has 2"});
-  expect_bad_input(run_trace(write("over.csv", "prompt_len,gen_len\n5,99999999999999999999\n")),
-                   {"over.csv:2: gen_len = \"99999999999999999999\": must be an integer within 64 bits"});
+  // (file, contents, the message naming the line)
+  const std::array<std::string, 3> cases[] = {
+      {"open.csv", "prompt_len,gen_len\n5,\"2\n", "open.csv:2: a quoted field is not closed"},
+      {"stray.csv", "prompt_len,gen_len\n5,2\n6,3\"x\n", "stray.csv:3: a quote inside an unquoted field"},
+      {"after.csv", "prompt_len,gen_len\n5,\"2\"x\n", "after.csv:2: 'x' after the closing quote"},
+      {"cr.csv", "prompt_len,gen_len\n5,2\r6,3\n", "cr.csv:2: a carriage return without a line feed"},
+      {"fields.csv", "prompt_len,gen_len\n5,2,7\n", "fields.csv:2: 3 fields, the header has 2"},
+      {"over.csv", "prompt_len,gen_len\n5,99999999999999999999\n",
+       "over.csv:2: gen_len = \"99999999999999999999\": must be an integer within 64 bits"},
+  };
+  for (const auto& [file, text, message] : cases) expect_bad_input(run_trace(write(file, text)), {message});
 }
 
 // ---------------------------------------------------------------- progress, series

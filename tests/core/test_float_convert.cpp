@@ -56,19 +56,22 @@ void PrintTo(const Format& f, std::ostream* os) {
   *os << f.name;
 }
 
+// The library's conversions of one format on the 32-bit patterns Format holds.
+template <class Bits, float (*Decode)(Bits), Bits (*Encode)(float)>
+struct Codec {
+  static float decode(std::uint32_t b) { return Decode(static_cast<Bits>(b)); }
+  static std::uint32_t encode(float x) { return Encode(x); }
+};
+using F16 = Codec<std::uint16_t, f16_to_f32, f32_to_f16>;
+using BF16 = Codec<std::uint16_t, bf16_to_f32, f32_to_bf16>;
+using E4M3 = Codec<std::uint8_t, e4m3_to_f32, f32_to_e4m3>;
+using E5M2 = Codec<std::uint8_t, e5m2_to_f32, f32_to_e5m2>;
+
 const Format kFormats[] = {
-    {"f16", 16, 5, 10, 15, true, false,
-     [](std::uint32_t b) { return f16_to_f32(static_cast<std::uint16_t>(b)); },
-     [](float x) -> std::uint32_t { return f32_to_f16(x); }},
-    {"bf16", 16, 8, 7, 127, true, false,
-     [](std::uint32_t b) { return bf16_to_f32(static_cast<std::uint16_t>(b)); },
-     [](float x) -> std::uint32_t { return f32_to_bf16(x); }},
-    {"e4m3", 8, 4, 3, 7, false, true,
-     [](std::uint32_t b) { return e4m3_to_f32(static_cast<std::uint8_t>(b)); },
-     [](float x) -> std::uint32_t { return f32_to_e4m3(x); }},
-    {"e5m2", 8, 5, 2, 15, true, true,
-     [](std::uint32_t b) { return e5m2_to_f32(static_cast<std::uint8_t>(b)); },
-     [](float x) -> std::uint32_t { return f32_to_e5m2(x); }},
+    {"f16", 16, 5, 10, 15, true, false, F16::decode, F16::encode},
+    {"bf16", 16, 8, 7, 127, true, false, BF16::decode, BF16::encode},
+    {"e4m3", 8, 4, 3, 7, false, true, E4M3::decode, E4M3::encode},
+    {"e5m2", 8, 5, 2, 15, true, true, E5M2::decode, E5M2::encode},
 };
 
 std::uint32_t bits_of(float x) {
@@ -384,12 +387,16 @@ TEST(FloatConvert, BF16MatchesDoubleRoundingOnRandomFloats) {
 
 TEST(FloatConvert, SignedZerosInfinitiesAndNaN) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_EQ(f32_to_f16(0.0f), 0x0000);
-  EXPECT_EQ(f32_to_f16(-0.0f), 0x8000);
-  EXPECT_EQ(f32_to_f16(kInf), 0x7C00);
-  EXPECT_EQ(f32_to_f16(-kInf), 0xFC00);
-  EXPECT_GT(f32_to_f16(nan) & 0x7FFF, 0x7C00);
-  EXPECT_EQ(f32_to_f16(-nan) & 0x8000, 0x8000);
+  // f16 and bf16 alike: signed zeros, infinities, and NaN kept a NaN with its sign.
+  for (const auto& [encode, inf] : {std::pair{&F16::encode, 0x7C00u}, std::pair{&BF16::encode, 0x7F80u}}) {
+    SCOPED_TRACE(inf == 0x7C00u ? "f16" : "bf16");
+    EXPECT_EQ(encode(0.0f), 0x0000u);
+    EXPECT_EQ(encode(-0.0f), 0x8000u);
+    EXPECT_EQ(encode(kInf), inf);
+    EXPECT_EQ(encode(-kInf), 0x8000u | inf);
+    EXPECT_GT(encode(nan) & 0x7FFFu, inf);
+    EXPECT_EQ(encode(-nan) & 0x8000u, 0x8000u);
+  }
   EXPECT_EQ(bits_of(f16_to_f32(0x8000)), 0x80000000u);
   EXPECT_EQ(f16_to_f32(0x7C00), kInf);
   EXPECT_EQ(f16_to_f32(0xFC00), -kInf);
@@ -398,12 +405,6 @@ TEST(FloatConvert, SignedZerosInfinitiesAndNaN) {
   EXPECT_EQ(f16_to_f32(0x7BFF), 65504.0f);
   EXPECT_EQ(f16_to_f32(0x0001), std::ldexp(1.0f, -24));
 
-  EXPECT_EQ(f32_to_bf16(0.0f), 0x0000);
-  EXPECT_EQ(f32_to_bf16(-0.0f), 0x8000);
-  EXPECT_EQ(f32_to_bf16(kInf), 0x7F80);
-  EXPECT_EQ(f32_to_bf16(-kInf), 0xFF80);
-  EXPECT_GT(f32_to_bf16(nan) & 0x7FFF, 0x7F80);
-  EXPECT_EQ(f32_to_bf16(-nan) & 0x8000, 0x8000);
   // A NaN whose payload sits only in the low 16 bits must not truncate to inf.
   EXPECT_GT(f32_to_bf16(std::bit_cast<float>(0x7F800001u)) & 0x7FFF, 0x7F80);
   EXPECT_EQ(f32_to_bf16(std::numeric_limits<float>::max()), 0x7F80);  // rounds up past max

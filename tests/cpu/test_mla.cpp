@@ -127,15 +127,7 @@ TEST(CpuMLA, AppendThenAttendMatchesOracle) {
     fill_bytes(lse, 0xFF);
     BatchMLAPagedAttention w;
     const Tensor t_qo = int32_tensor(qo_indptr);
-    w.plan({.qo_indptr = t_qo,
-            .kv_indptr = t_indptr,
-            .kv_indices = t_ids,
-            .kv_len = t_lens,
-            .num_heads = H,
-            .page_size = page,
-            .causal = true,
-            .sm_scale = sm_scale,
-            .split = {.fixed_split_size = 32}});
+    w.plan(mla_plan_args(t_qo, t_indptr, t_ids, t_lens, H, page, sm_scale, true, {.fixed_split_size = 32}));
     w.run(q_nope, q_pe, mla, out, {.lse = lse});
 
     CaseReport rep;
@@ -178,14 +170,7 @@ TEST(CpuMLA, FixedCapacityReplansWithoutGrowing) {
   for (int i = 0; i < 9; ++i) ids[i] = i;
   const Tensor t_qo = int32_tensor(qo), t_pages = int32_tensor(pages), t_lens = int32_tensor(lens);
   const Tensor t_ids = int32_tensor(ids);
-  MLAPlanArgs a{.qo_indptr = t_qo,
-                .kv_indptr = t_pages,
-                .kv_indices = t_ids,
-                .kv_len = t_lens,
-                .num_heads = 16,
-                .page_size = 16,
-                .sm_scale = 0.1f,
-                .split = {.fixed_split_size = 16}};
+  MLAPlanArgs a = mla_plan_args(t_qo, t_pages, t_ids, t_lens, 16, 16, 0.1f, false, {.fixed_split_size = 16});
   const WorkspaceSize first = w.workspace_size(a);
   w.plan(a);
   const std::vector<std::int32_t> qo2{0, 16}, pages2{0, 32}, lens2{512};
@@ -215,13 +200,7 @@ struct Fixture {
   Tensor out = Tensor::zeros({5, 4, kDc}, DType::kBF16), lse = Tensor::zeros({5, 4}, DType::kF32);
 
   MLAPlanArgs args() const {
-    return {.qo_indptr = qo_indptr,
-            .kv_indptr = kv_indptr,
-            .kv_indices = kv_indices,
-            .kv_len = kv_len,
-            .num_heads = 4,
-            .page_size = 16,
-            .sm_scale = 0.1f};
+    return mla_plan_args(qo_indptr, kv_indptr, kv_indices, kv_len, 4, 16, 0.1f);
   }
   MLACache mla() const { return MLACache::combined(cache); }
 };

@@ -103,6 +103,20 @@ const Path kPaths[] = {
     {"blocks, split", 40, {.fixed_split_size = 16}},
 };
 
+// Each path on a fresh request of kv_len keys (seeded once): run as drawn, then
+// after poison(r) changed an input; check(path, clean, got) compares the two.
+template <class Poison, class Check>
+void run_poisoned(std::uint64_t seed, std::int32_t kv_len, Poison&& poison, Check&& check) {
+  Rng rng(seed);
+  for (const Path& path : kPaths) {
+    SCOPED_TRACE(path.name);
+    Request r(path.qo_len, kv_len, rng);
+    const Result clean = run(r, {}, path.split);
+    poison(r);
+    check(path, clean, run(r, {}, path.split));
+  }
+}
+
 // ---------------------------------------------------------------- large logits
 // q·k up to the range of the input dtype: |q|, |k| ~ 1e4 in bf16 give logits ~1e8,
 // a softmax that is one key per row; the result still matches the float64 oracle.
@@ -127,27 +141,26 @@ TEST(CpuAttention, NumericsLogitsUpToTheDtypeRange) {
 // A logit beyond float's range (|q|, |k| ~ 1e20, q·k = +inf) makes its row NaN; the
 // other rows are untouched.
 TEST(CpuAttention, NumericsLogitBeyondFloatMakesItsRowNaN) {
-  Rng rng(2);
-  for (const Path& path : kPaths) {
-    SCOPED_TRACE(path.name);
-    Request r(path.qo_len, 50, rng);
-    const Result clean = run(r, {}, path.split);
-    for (std::int64_t d = 0; d < kD; ++d) {
-      r.q_at(1, 0)[d] = f32_to_bf16(1e20f);  // token 1, head 0 (KV head 0)
-      r.k_at(7, 0)[d] = f32_to_bf16(1e20f);
-    }
-    const Result got = run(r, {}, path.split);
-    EXPECT_TRUE(got.nan_row(1, 0));
-    for (std::int64_t t = 0; t < path.qo_len; ++t) {
-      for (std::int64_t h = 0; h < kHq; ++h) {
-        if (t == 1 && h == 0) continue;
-        // Other rows see key 7's k too (head 1 shares KV head 0): finite, but the key
-        // changed, so only rows of the other KV head are bit for bit the same.
-        EXPECT_TRUE(std::isfinite(got.lse_at(t, h))) << t << " " << h;
-        if (h >= 2) EXPECT_TRUE(got.row_equal(clean, t, h)) << t << " " << h;
-      }
-    }
-  }
+  run_poisoned(
+      2, 50,
+      [](Request& r) {
+        for (std::int64_t d = 0; d < kD; ++d) {
+          r.q_at(1, 0)[d] = f32_to_bf16(1e20f);  // token 1, head 0 (KV head 0)
+          r.k_at(7, 0)[d] = f32_to_bf16(1e20f);
+        }
+      },
+      [](const Path& path, const Result& clean, const Result& got) {
+        EXPECT_TRUE(got.nan_row(1, 0));
+        for (std::int64_t t = 0; t < path.qo_len; ++t) {
+          for (std::int64_t h = 0; h < kHq; ++h) {
+            if (t == 1 && h == 0) continue;
+            // Other rows see key 7's k too (head 1 shares KV head 0): finite, but the key
+            // changed, so only rows of the other KV head are bit for bit the same.
+            EXPECT_TRUE(std::isfinite(got.lse_at(t, h))) << t << " " << h;
+            if (h >= 2) EXPECT_TRUE(got.row_equal(clean, t, h)) << t << " " << h;
+          }
+        }
+      });
 }
 
 // A soft cap keeps huge and infinite logits finite: the result is the oracle's.
@@ -277,19 +290,15 @@ TEST(CpuAttention, NumericsNaNStaysInItsRequest) {
 
 // Rule 3: a NaN in q makes its row NaN and no other.
 TEST(CpuAttention, NumericsNaNInQueryMakesItsRowNaN) {
-  Rng rng(7);
-  for (const Path& path : kPaths) {
-    SCOPED_TRACE(path.name);
-    Request r(path.qo_len, 60, rng);
-    const Result clean = run(r, {}, path.split);
-    r.q_at(2, 3)[5] = kBf16NaN;
-    const Result got = run(r, {}, path.split);
-    for (std::int64_t t = 0; t < r.qo_len; ++t) {
-      for (std::int64_t h = 0; h < kHq; ++h) {
-        EXPECT_TRUE(t == 2 && h == 3 ? got.nan_row(t, h) : got.row_equal(clean, t, h)) << t << " " << h;
-      }
-    }
-  }
+  run_poisoned(
+      7, 60, [](Request& r) { r.q_at(2, 3)[5] = kBf16NaN; },
+      [](const Path& path, const Result& clean, const Result& got) {
+        for (std::int64_t t = 0; t < path.qo_len; ++t) {
+          for (std::int64_t h = 0; h < kHq; ++h) {
+            EXPECT_TRUE(t == 2 && h == 3 ? got.nan_row(t, h) : got.row_equal(clean, t, h)) << t << " " << h;
+          }
+        }
+      });
 }
 
 // MLA: a NaN in the latent row of a key masked for a row never reaches it; the row

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // Helpers of the GPU tests: skipping without a device, mirroring host tensors (and
-// strided views into them) on cuda:0, poisoning outputs, comparing results.
+// strided views into them) on cuda:0, poisoning outputs, comparing results,
+// capturing and replaying CUDA graphs.
 #pragma once
 
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "kvinfer/kvinfer.hpp"
 #include "testing/attention_case.hpp"
@@ -121,6 +124,66 @@ inline double rel_tol(DType t) {
     default:
       return 1e-5;
   }
+}
+
+// A fixed-capacity wrapper's run(), captured once: exec becomes the instantiated
+// graph of what run() launches on `stream`.
+template <class Run>
+::testing::AssertionResult capture_graph(cudaGraphExec_t& exec, cudaStream_t stream, Run&& run) {
+  cudaGraph_t graph = nullptr;
+  cudaError_t e = cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);
+  if (e == cudaSuccess) {
+    run();
+    e = cudaStreamEndCapture(stream, &graph);
+  }
+  if (e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
+  if (graph != nullptr) cudaGraphDestroy(graph);
+  if (e != cudaSuccess) return ::testing::AssertionFailure() << "graph capture: " << cudaGetErrorString(e);
+  return ::testing::AssertionSuccess();
+}
+
+// The captured graph run once more (after a re-plan), waited for.
+inline ::testing::AssertionResult replay_graph(cudaGraphExec_t exec, cudaStream_t stream) {
+  cudaError_t e = cudaDeviceSynchronize();
+  if (e == cudaSuccess) e = cudaGraphLaunch(exec, stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(stream);
+  if (e != cudaSuccess) return ::testing::AssertionFailure() << "graph replay: " << cudaGetErrorString(e);
+  return ::testing::AssertionSuccess();
+}
+
+// A fixed-capacity wrapper's run() in a CUDA graph: captured at the first call (exec
+// still null), then replayed each time after `poison` wrote over the outputs.
+template <class Run, class Poison>
+::testing::AssertionResult run_in_graph(cudaGraphExec_t& exec, cudaStream_t stream, Run&& run, Poison&& poison) {
+  if (exec == nullptr) {
+    ::testing::AssertionResult captured = capture_graph(exec, stream, run);
+    if (!captured) return captured;
+  }
+  poison();
+  return replay_graph(exec, stream);
+}
+
+// What the GPU case grids vary by case number n besides their shapes: fp8 KV's
+// scales, the LSE or none, a window, a soft cap, RoPE or ALiBi.
+inline void vary_options(AttentionCase& c, int n) {
+  if (is_fp8(c.kv_dtype)) {
+    c.k_scale = 0.5f;
+    c.v_scale = 1.5f;
+  }
+  c.with_lse = n % 4 != 3;
+  if (n % 6 == 2) c.options.window_left = 100;
+  if (n % 7 == 3) c.options.logits_soft_cap = 30.0f;
+  if (n % 9 == 4) c.options.pos_encoding = PosEncoding::kRopeLlama;
+  if (n % 9 == 7) c.options.pos_encoding = PosEncoding::kAlibi;
+}
+
+// The problem both deterministic tests run (decode, paged prefill): 16 bf16 query
+// heads over 4 KV heads of head_dim 128, three long requests cut into fixed chunks
+// of 512 keys.
+inline AttentionCase fixed_split_case(Wrapper wrapper, std::vector<std::int32_t> qo_lens) {
+  AttentionCase c = bf16_case("", wrapper, 16, 4, 128, std::move(qo_lens), {3000, 700, 5000});
+  c.split.fixed_split_size = 512;
+  return c;
 }
 
 // With a fixed split size both backends attend the same chunks: the GPU output is

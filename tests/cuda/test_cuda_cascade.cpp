@@ -55,16 +55,10 @@ TEST(CudaCascade, FixedCapacityReplans) {
 void run_captured(const std::function<void(Stream)>& run) {
   cudaStream_t stream = nullptr;
   CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
-  CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  run(stream);
-  CUDA_OK(cudaStreamEndCapture(stream, &graph));
-  CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-  CUDA_OK(cudaGraphLaunch(exec, stream));
-  CUDA_OK(cudaStreamSynchronize(stream));
+  ASSERT_TRUE(capture_graph(exec, stream, [&] { run(stream); }));
+  ASSERT_TRUE(replay_graph(exec, stream));
   CUDA_OK(cudaGraphExecDestroy(exec));
-  CUDA_OK(cudaGraphDestroy(graph));
   CUDA_OK(cudaStreamDestroy(stream));
 }
 

@@ -38,30 +38,14 @@ std::vector<AttentionCase> decode_cases() {
       c.kv_dtype = kv_types[n % 4];
       c.q_dtype = c.o_dtype = (c.kv_dtype == DType::kF16 || n % 3 == 1) ? DType::kF16 : DType::kBF16;
       if (c.kv_dtype == DType::kF16 || c.kv_dtype == DType::kBF16) c.q_dtype = c.o_dtype = c.kv_dtype;
-      if (is_fp8(c.kv_dtype)) {
-        c.k_scale = 0.5f;
-        c.v_scale = 1.5f;
-      }
-      c.with_lse = n % 4 != 3;
-      if (n % 6 == 2) c.options.window_left = 100;
-      if (n % 7 == 3) c.options.logits_soft_cap = 30.0f;
-      if (n % 9 == 4) c.options.pos_encoding = PosEncoding::kRopeLlama;
-      if (n % 9 == 7) c.options.pos_encoding = PosEncoding::kAlibi;
+      vary_options(c, n);
       if (n % 4 == 1) c.split.fixed_split_size = 256;
       c.seed = 500 + n;
       cases.push_back(c);
       ++n;
     }
   }
-  AttentionCase longest;
-  longest.name = "one_long_request_auto_split";
-  longest.wrapper = Wrapper::kDecode;
-  longest.num_qo_heads = 32;
-  longest.num_kv_heads = 8;
-  longest.head_dim_qk = longest.head_dim_vo = 128;
-  longest.q_dtype = longest.kv_dtype = longest.o_dtype = DType::kBF16;
-  longest.qo_lens = {1};
-  longest.kv_lens = {20000};
+  const AttentionCase longest = bf16_case("one_long_request_auto_split", Wrapper::kDecode, 32, 8, 128, {1}, {20000});
   cases.push_back(longest);
   AttentionCase skewed = longest;
   skewed.name = "skewed_lengths";
@@ -228,16 +212,7 @@ INSTANTIATE_TEST_SUITE_P(Cases, CudaDecodeCase, ::testing::ValuesIn(decode_cases
 // With a fixed split size both backends attend the same chunks; GPU runs repeat bitwise.
 TEST(CudaDecode, DeterministicAndCloseToCpuWithTheSameChunks) {
   KVINFER_SKIP_WITHOUT_GPU();
-  AttentionCase c;
-  c.wrapper = Wrapper::kDecode;
-  c.num_qo_heads = 16;
-  c.num_kv_heads = 4;
-  c.head_dim_qk = c.head_dim_vo = 128;
-  c.q_dtype = c.kv_dtype = c.o_dtype = DType::kBF16;
-  c.qo_lens = {1, 1, 1};
-  c.kv_lens = {3000, 700, 5000};
-  c.split.fixed_split_size = 512;
-  expect_deterministic_and_close_to_cpu(c, 2e-2);  // bf16 rounding apart
+  expect_deterministic_and_close_to_cpu(fixed_split_case(Wrapper::kDecode, {1, 1, 1}), 2e-2);  // bf16 rounding apart
 }
 
 }  // namespace

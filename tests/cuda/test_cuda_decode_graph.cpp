@@ -66,20 +66,14 @@ TEST(CudaDecodeGraph, CapturedRunReplaysAcrossReplans) {
     const DecodePlanArgs args{.page_table = table, .num_qo_heads = kHq, .num_kv_heads = kHk, .head_dim = kD,
                               .page_size = kPage};
     graphed.plan(args);
-    if (exec == nullptr) {
-      // Capture once, with the first (largest) batch's views.
-      cudaGraph_t graph;
-      CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-      graphed.run(q_buf.view().slice(0, 0, batch), kv, out_buf.view().slice(0, 0, batch),
-                  {.lse = lse_buf.view().slice(0, 0, batch), .stream = stream});
-      CUDA_OK(cudaStreamEndCapture(stream, &graph));
-      CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-      CUDA_OK(cudaGraphDestroy(graph));
-    }
-    fill_bytes(out_buf, 0xFF);
-    CUDA_OK(cudaDeviceSynchronize());
-    CUDA_OK(cudaGraphLaunch(exec, stream));
-    CUDA_OK(cudaStreamSynchronize(stream));
+    // Captured once, with the first (largest) batch's views.
+    ASSERT_TRUE(run_in_graph(
+        exec, stream,
+        [&] {
+          graphed.run(q_buf.view().slice(0, 0, batch), kv, out_buf.view().slice(0, 0, batch),
+                      {.lse = lse_buf.view().slice(0, 0, batch), .stream = stream});
+        },
+        [&] { fill_bytes(out_buf, 0xFF); }));
 
     // Reference: a fresh wrapper planned the same way, run eagerly.
     BatchDecodeWithPagedKVCache fresh(gpu);
@@ -282,23 +276,19 @@ void check_prefill_graph(PrefillKind kind, const AttentionOptions& options = {.m
       table = random_page_table(pb.kv_lens, kPage, kPfPages - used, rng);  // ids anywhere in the cache
       if (used > 0) copy(indices_buf.view().slice(0, 0, used), table.indices);
     }
+    // The plan arguments of this batch, for the graphed wrappers and the CPU's.
+    const RaggedPrefillPlanArgs ragged_args{.qo_indptr = qo_indptr_t, .kv_indptr = kv_indptr_t,
+                                            .num_qo_heads = kPfHq, .num_kv_heads = kPfHk, .head_dim_qk = kD,
+                                            .options = options};
+    const auto paged_args = [&](const PageTable& t) {
+      return PagedPrefillPlanArgs{.qo_indptr = qo_indptr_t, .page_table = t, .num_qo_heads = kPfHq,
+                                  .num_kv_heads = kPfHk, .head_dim = kD, .page_size = kPage, .options = options};
+    };
     // The plan reads the whole indices buffer's address; run() reads the ids there.
-    const PageTable table_dev{table.indptr, indices_buf, table.last_page_len};
     if (ragged) {
-      ragged_w.plan({.qo_indptr = qo_indptr_t,
-                     .kv_indptr = kv_indptr_t,
-                     .num_qo_heads = kPfHq,
-                     .num_kv_heads = kPfHk,
-                     .head_dim_qk = kD,
-                     .options = options});
+      ragged_w.plan(ragged_args);
     } else {
-      paged_w.plan({.qo_indptr = qo_indptr_t,
-                    .page_table = table_dev,
-                    .num_qo_heads = kPfHq,
-                    .num_kv_heads = kPfHk,
-                    .head_dim = kD,
-                    .page_size = kPage,
-                    .options = options});
+      paged_w.plan(paged_args({table.indptr, indices_buf, table.last_page_len}));
     }
     // run() on views of this plan's sizes over the fixed buffers.
     auto run = [&](Tensor& out, Tensor& lse, cudaStream_t s) {
@@ -348,22 +338,11 @@ void check_prefill_graph(PrefillKind kind, const AttentionOptions& options = {.m
            lse_cpu = Tensor::empty({nnz_q, kPfHq}, DType::kF32);
     if (ragged) {
       BatchPrefillWithRaggedKVCache w;
-      w.plan({.qo_indptr = qo_indptr_t,
-              .kv_indptr = kv_indptr_t,
-              .num_qo_heads = kPfHq,
-              .num_kv_heads = kPfHk,
-              .head_dim_qk = kD,
-              .options = options});
+      w.plan(ragged_args);
       w.run(q_host, k_host, v_host, o_cpu, {.lse = lse_cpu});
     } else {
       BatchPrefillWithPagedKVCache w;
-      w.plan({.qo_indptr = qo_indptr_t,
-              .page_table = table.view(),
-              .num_qo_heads = kPfHq,
-              .num_kv_heads = kPfHk,
-              .head_dim = kD,
-              .page_size = kPage,
-              .options = options});
+      w.plan(paged_args(table.view()));
       w.run(q_host, PagedKVCache::combined(cache_host), o_cpu, {.lse = lse_cpu});
     }
 

@@ -161,28 +161,17 @@ TEST(CudaMLA, CapturedRunReplaysAcrossReplans) {
     std::vector<std::int32_t> qo(std::size_t(batch) + 1);
     for (int b = 0; b <= batch; ++b) qo[std::size_t(b)] = b;
     const Tensor qo_indptr = int32_tensor(qo), kv_len = int32_tensor(kv_lens);
-    const MLAPlanArgs args{.qo_indptr = qo_indptr,
-                           .kv_indptr = t.indptr,
-                           .kv_indices = indices_buf.view().slice(0, 0, t.indices.numel()),
-                           .kv_len = kv_len,
-                           .num_heads = H,
-                           .page_size = kPage,
-                           .sm_scale = 0.07f};
+    const MLAPlanArgs args =
+        mla_plan_args(qo_indptr, t.indptr, indices_buf.view().slice(0, 0, t.indices.numel()), kv_len, H, kPage, 0.07f);
     graphed.plan(args);
     const auto rows = [&](const Tensor& x) { return x.view().slice(0, 0, batch); };
-    if (exec == nullptr) {
-      cudaGraph_t graph;
-      CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-      graphed.run(rows(q_nope), rows(q_pe), mla, rows(out_buf), {.lse = rows(lse_buf), .stream = stream});
-      CUDA_OK(cudaStreamEndCapture(stream, &graph));
-      CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
-      CUDA_OK(cudaGraphDestroy(graph));
-    }
-    fill_bytes(out_buf, 0xFF);
-    fill_bytes(lse_buf, 0xFF);
-    CUDA_OK(cudaDeviceSynchronize());
-    CUDA_OK(cudaGraphLaunch(exec, stream));
-    CUDA_OK(cudaStreamSynchronize(stream));
+    ASSERT_TRUE(run_in_graph(
+        exec, stream,
+        [&] { graphed.run(rows(q_nope), rows(q_pe), mla, rows(out_buf), {.lse = rows(lse_buf), .stream = stream}); },
+        [&] {
+          fill_bytes(out_buf, 0xFF);
+          fill_bytes(lse_buf, 0xFF);
+        }));
 
     BatchMLAPagedAttention fresh(gpu);
     fresh.plan(args);
@@ -224,13 +213,7 @@ TEST(CudaMLA, RejectsMisplacedAndUnalignedTensors) {
   const Tensor q_nope = Tensor::zeros({5, 4, kDc}, DType::kBF16, gpu);
   const Tensor q_pe = Tensor::zeros({5, 4, kDp}, DType::kBF16, gpu);
   const Tensor out = Tensor::zeros({5, 4, kDc}, DType::kBF16, gpu);
-  MLAPlanArgs args{.qo_indptr = qo_indptr,
-                   .kv_indptr = kv_indptr,
-                   .kv_indices = ids,
-                   .kv_len = kv_len,
-                   .num_heads = 4,
-                   .page_size = 16,
-                   .sm_scale = 0.1f};
+  MLAPlanArgs args = mla_plan_args(qo_indptr, kv_indptr, ids, kv_len, 4, 16, 0.1f);
   BatchMLAPagedAttention w(gpu);
   ASSERT_NO_THROW(w.plan(args));
   EXPECT_NO_THROW(w.run(q_nope, q_pe, MLACache::combined(cache), out));

@@ -152,27 +152,24 @@ void run_paged_case(const PagedCase& c) {
                             Input{indices, t.indices.to(gpu), int32_tensor(wrong).to(gpu)}};
   const PagedKVCache kv = PagedKVCache::combined(cache);
   const PageTable table{t.indptr, indices, t.last_page_len};
+  // The plan of either wrapper from the case, then the overlapped runs.
+  const auto plan_and_check = [&](auto& w, auto args) {
+    args.num_qo_heads = c.hq;
+    args.num_kv_heads = c.hk;
+    args.head_dim = kD;
+    args.page_size = kPage;
+    args.options = c.options;
+    args.kv_dtype = c.kv_dtype;
+    w.plan(args);
+    check_overlapped_run(inputs, out, [&](const RunOptions& o) { w.run(q, kv, out, o); });
+  };
   if (decode) {
     BatchDecodeWithPagedKVCache w(gpu);
-    w.plan({.page_table = table,
-            .num_qo_heads = c.hq,
-            .num_kv_heads = c.hk,
-            .head_dim = kD,
-            .page_size = kPage,
-            .options = c.options,
-            .kv_dtype = c.kv_dtype});
-    check_overlapped_run(inputs, out, [&](const RunOptions& o) { w.run(q, kv, out, o); });
+    plan_and_check(w, DecodePlanArgs{.page_table = table});
   } else {
     BatchPrefillWithPagedKVCache w(gpu);
-    w.plan({.qo_indptr = int32_tensor(qo_indptr),
-            .page_table = table,
-            .num_qo_heads = c.hq,
-            .num_kv_heads = c.hk,
-            .head_dim = kD,
-            .page_size = kPage,
-            .options = c.options,
-            .kv_dtype = c.kv_dtype});
-    check_overlapped_run(inputs, out, [&](const RunOptions& o) { w.run(q, kv, out, o); });
+    const Tensor qo = int32_tensor(qo_indptr);
+    plan_and_check(w, PagedPrefillPlanArgs{.qo_indptr = qo, .page_table = table});
   }
 }
 

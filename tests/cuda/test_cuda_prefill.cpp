@@ -44,17 +44,9 @@ std::vector<AttentionCase> prefill_cases() {
       c.strided = n % 5 == 0;
       c.kv_dtype = kv_types[n % 4];
       c.q_dtype = c.o_dtype = (c.kv_dtype == DType::kF16 || (is_fp8(c.kv_dtype) && n % 3 == 1)) ? DType::kF16 : DType::kBF16;
-      if (is_fp8(c.kv_dtype)) {
-        c.k_scale = 0.5f;
-        c.v_scale = 1.5f;
-      }
-      c.with_lse = n % 4 != 3;
+      vary_options(c, n);
       c.options.mask_mode = std::array{MaskMode::kCausal, MaskMode::kNone, MaskMode::kCustom}[n % 3];
       c.packed_mask = n % 2 == 0;
-      if (n % 6 == 2) c.options.window_left = 100;
-      if (n % 7 == 3) c.options.logits_soft_cap = 30.0f;
-      if (n % 9 == 4) c.options.pos_encoding = PosEncoding::kRopeLlama;
-      if (n % 9 == 7) c.options.pos_encoding = PosEncoding::kAlibi;
       if (n % 4 == 1) c.split.fixed_split_size = 128;
       c.seed = 700 + n;
       cases.push_back(c);
@@ -79,15 +71,7 @@ std::vector<AttentionCase> prefill_cases() {
   // Long requests: qo_len 577 against 16k keys, and a causal 577 x 577; few long
   // requests with short queries split their KV.
   {
-    AttentionCase c;
-    c.name = "long_qo577_kv16k";
-    c.wrapper = Wrapper::kPagedPrefill;
-    c.num_qo_heads = 2;
-    c.num_kv_heads = 1;
-    c.head_dim_qk = c.head_dim_vo = 64;
-    c.q_dtype = c.kv_dtype = c.o_dtype = DType::kBF16;
-    c.qo_lens = {577};
-    c.kv_lens = {16384};
+    AttentionCase c = bf16_case("long_qo577_kv16k", Wrapper::kPagedPrefill, 2, 1, 64, {577}, {16384});
     c.options.mask_mode = MaskMode::kCausal;
     c.seed = 41;
     cases.push_back(c);
@@ -237,16 +221,8 @@ TEST(CudaPrefill, CustomMaskOfTheCausalTriangleEqualsCausal) {
 // With a fixed split size, GPU prefill repeats bitwise and agrees with the CPU backend.
 TEST(CudaPrefill, DeterministicAndCloseToCpuWithTheSameChunks) {
   KVINFER_SKIP_WITHOUT_GPU();
-  AttentionCase c;
-  c.wrapper = Wrapper::kPagedPrefill;
-  c.num_qo_heads = 16;
-  c.num_kv_heads = 4;
-  c.head_dim_qk = c.head_dim_vo = 128;
-  c.q_dtype = c.kv_dtype = c.o_dtype = DType::kBF16;
-  c.qo_lens = {100, 7, 300};
-  c.kv_lens = {3000, 700, 5000};
+  AttentionCase c = fixed_split_case(Wrapper::kPagedPrefill, {100, 7, 300});
   c.options.mask_mode = MaskMode::kCausal;
-  c.split.fixed_split_size = 512;
   expect_deterministic_and_close_to_cpu(c, 3e-2);  // bf16 rounding of P and O apart
 }
 

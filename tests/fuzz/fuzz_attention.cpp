@@ -402,15 +402,7 @@ void cascade(Input& in) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace kvinfer::fuzz;
-  Input in(data, size);
-  const int which = in.in<int>(0, 4);
-  return run_one([&] {
-    switch (which) {
-      case 0: decode_or_paged_prefill(in, false); break;
-      case 1: decode_or_paged_prefill(in, true); break;
-      case 2: ragged_prefill(in); break;
-      case 3: mla(in); break;
-      default: cascade(in); break;
-    }
-  });
+  return run_one_of(data, size,
+                    {[](Input& in) { decode_or_paged_prefill(in, false); },
+                     [](Input& in) { decode_or_paged_prefill(in, true); }, ragged_prefill, mla, cascade});
 }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <initializer_list>
 #include <limits>
 #include <vector>
 
@@ -119,6 +120,14 @@ int run_one(F&& f) {
   } catch (const Error&) {
   }
   return 0;
+}
+
+// One input of a harness with several targets: its first value picks the target.
+// The seed corpora keep their meaning only while `targets` keeps its order.
+inline int run_one_of(const std::uint8_t* data, std::size_t size, std::initializer_list<void (*)(Input&)> targets) {
+  Input in(data, size);
+  const int which = in.in<int>(0, int(targets.size()) - 1);
+  return run_one([&] { targets.begin()[which](in); });
 }
 
 }  // namespace kvinfer::fuzz

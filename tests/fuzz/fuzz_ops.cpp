@@ -188,16 +188,5 @@ void merge(Input& in) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace kvinfer::fuzz;
-  Input in(data, size);
-  const int which = in.in<int>(0, 5);
-  return run_one([&] {
-    switch (which) {
-      case 0: append_kv(in); break;
-      case 1: append_mla(in); break;
-      case 2: batch_indices_positions(in); break;
-      case 3: seq_lens(in); break;
-      case 4: pack(in); break;
-      default: merge(in); break;
-    }
-  });
+  return run_one_of(data, size, {append_kv, append_mla, batch_indices_positions, seq_lens, pack, merge});
 }

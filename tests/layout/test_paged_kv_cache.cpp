@@ -199,27 +199,29 @@ TEST(PageTable, ArrayErrors) {
 }
 
 TEST(PageTable, ContentErrors) {
-  const auto lens = [](const Table& t, std::int64_t page_size = 4, std::int64_t num_pages = 8) {
-    return [&t, page_size, num_pages] { kv_lens_from_page_table(kOp, t.view(), page_size, num_pages); };
+  // A page table (indptr, indices, last_page_len) of two requests over 8 pages of
+  // `page_size`, broken in one place.
+  struct Broken {
+    std::vector<std::int32_t> indptr, indices, last;
+    std::int64_t page_size;
+    std::string_view argument, also_in_message = {};
   };
-  const Table not_zero = table({1, 2, 3}, {0, 1, 2}, {1, 1});
-  expect_error(lens(not_zero), "kv_indptr[0]");
-  const Table decreasing = table({0, 2, 1}, {0, 1, 2}, {1, 1});
-  expect_error(lens(decreasing), "kv_indptr[2]");
-  const Table short_indices = table({0, 2, 4}, {0, 1, 2}, {1, 1});
-  expect_error(lens(short_indices), "kv_indices.shape[0]");
-  const Table out_of_range = table({0, 2, 3}, {0, 8, 2}, {1, 1});
-  expect_error(lens(out_of_range), "kv_indices[1]");
-  const Table negative = table({0, 2, 3}, {0, 1, -1}, {1, 1});
-  expect_error(lens(negative), "kv_indices[2]");
-  const Table zero_last = table({0, 2, 3}, {0, 1, 2}, {0, 1});
-  expect_error(lens(zero_last), "kv_last_page_len[0]");
-  const Table big_last = table({0, 2, 3}, {0, 1, 2}, {4, 5});
-  expect_error(lens(big_last), "kv_last_page_len[1]");
-  const Table page_size_one = table({0, 2, 3}, {0, 1, 2}, {1, 2});
-  expect_error(lens(page_size_one, 1), "kv_last_page_len[1]");
-  const Table empty_with_last = table({0, 2, 2}, {0, 1}, {1, 3});
-  expect_error(lens(empty_with_last), "kv_last_page_len[1]", "no pages");
+  const Broken cases[] = {
+      {{1, 2, 3}, {0, 1, 2}, {1, 1}, 4, "kv_indptr[0]"},
+      {{0, 2, 1}, {0, 1, 2}, {1, 1}, 4, "kv_indptr[2]"},
+      {{0, 2, 4}, {0, 1, 2}, {1, 1}, 4, "kv_indices.shape[0]"},
+      {{0, 2, 3}, {0, 8, 2}, {1, 1}, 4, "kv_indices[1]"},                // out of range
+      {{0, 2, 3}, {0, 1, -1}, {1, 1}, 4, "kv_indices[2]"},               // negative
+      {{0, 2, 3}, {0, 1, 2}, {0, 1}, 4, "kv_last_page_len[0]"},          // zero
+      {{0, 2, 3}, {0, 1, 2}, {4, 5}, 4, "kv_last_page_len[1]"},          // beyond the page
+      {{0, 2, 3}, {0, 1, 2}, {1, 2}, 1, "kv_last_page_len[1]"},          // page size 1
+      {{0, 2, 2}, {0, 1}, {1, 3}, 4, "kv_last_page_len[1]", "no pages"},  // an empty request's
+  };
+  for (const Broken& c : cases) {
+    SCOPED_TRACE(c.argument);
+    const Table t = table(c.indptr, c.indices, c.last);
+    expect_error([&] { kv_lens_from_page_table(kOp, t.view(), c.page_size, 8); }, c.argument, c.also_in_message);
+  }
 }
 
 }  // namespace

@@ -25,6 +25,12 @@ def paged_cache(rng, num_pages, page_size, hk, d, dtype, layout, combined):
     return (k, v), k, v
 
 
+def fp16_pool(rng, kv_lens, page_size, hk, d):
+    """A page table over kv_lens and a combined fp16 NHD cache for it: (table, cache, k4, v4)."""
+    table = page_table(rng, kv_lens, page_size)
+    return (table, *paged_cache(rng, table[3], page_size, hk, d, "float16", "NHD", True))
+
+
 def paged_reference(q, k4, v4, qo_indptr, table, layout, dtype, **kw):
     indptr, indices, last, _ = table
     per_req = ref.gather_pages(ref.as_f64(k4, dtype), ref.as_f64(v4, dtype), indptr, indices, last, layout)
@@ -70,8 +76,7 @@ def test_decode_matches_reference(rng, layout, combined, page_size, hq, hk):
 def test_decode_options(rng, options):
     page_size, hq, hk, d = 16, 8, 2, 64
     kv_lens = [50, 7, 33]
-    table = page_table(rng, kv_lens, page_size)
-    cache, k4, v4 = paged_cache(rng, table[3], page_size, hk, d, "float16", "NHD", True)
+    table, cache, k4, v4 = fp16_pool(rng, kv_lens, page_size, hk, d)
     q = ref.make(rng, (len(kv_lens), hq, d))
     w = kvinfer.BatchDecodeWithPagedKVCacheWrapper(workspace())
     w.plan(*table[:3], hq, hk, d, page_size, q_data_type="float16", **options)
@@ -127,8 +132,7 @@ def test_decode_fp8_kv_with_scales(rng):
 
 def test_decode_q_scale_multiplies_logits(rng):
     page_size, hq, hk, d = 16, 4, 4, 64
-    table = page_table(rng, [30], page_size)
-    cache, k4, v4 = paged_cache(rng, table[3], page_size, hk, d, "float16", "NHD", True)
+    table, cache, k4, v4 = fp16_pool(rng, [30], page_size, hk, d)
     q = ref.make(rng, (1, hq, d))
     w = kvinfer.BatchDecodeWithPagedKVCacheWrapper(workspace())
     w.plan(*table[:3], hq, hk, d, page_size)  # FlashInfer's default q_data_type: float16
@@ -142,8 +146,7 @@ def test_decode_replan_and_fixed_split(rng):
     results: a request's output does not depend on its neighbours."""
     page_size, hq, hk, d = 4, 8, 2, 64
     kv_lens = [300, 5, 77]
-    table = page_table(rng, kv_lens, page_size)
-    cache, k4, v4 = paged_cache(rng, table[3], page_size, hk, d, "float16", "NHD", True)
+    table, cache, k4, v4 = fp16_pool(rng, kv_lens, page_size, hk, d)
     q = ref.make(rng, (3, hq, d))
     w = kvinfer.BatchDecodeWithPagedKVCacheWrapper(workspace())
     w.plan(*table[:3], hq, hk, d, page_size, fixed_split_size=8)
@@ -182,8 +185,7 @@ def test_paged_prefill_matches_reference(rng, layout, combined, causal):
 def test_paged_prefill_custom_mask(rng, packed):
     page_size, hq, hk, d = 16, 4, 2, 64
     qo_lens, kv_lens = [5, 9], [21, 9]
-    table = page_table(rng, kv_lens, page_size)
-    cache, k4, v4 = paged_cache(rng, table[3], page_size, hk, d, "float16", "NHD", True)
+    table, cache, k4, v4 = fp16_pool(rng, kv_lens, page_size, hk, d)
     qo_indptr = indptr_of(qo_lens)
     q = ref.make(rng, (qo_indptr[-1], hq, d))
     masks = [rng.random((a, b)) < 0.6 for a, b in zip(qo_lens, kv_lens)]
@@ -205,8 +207,7 @@ def test_paged_prefill_custom_mask(rng, packed):
 
 def test_paged_prefill_lse_base_ln(rng):
     page_size, hq, hk, d = 16, 4, 4, 64
-    table = page_table(rng, [40], page_size)
-    cache, k4, v4 = paged_cache(rng, table[3], page_size, hk, d, "float16", "NHD", True)
+    table, cache, k4, v4 = fp16_pool(rng, [40], page_size, hk, d)
     q = ref.make(rng, (6, hq, d))
     w = kvinfer.BatchPrefillWithPagedKVCacheWrapper(workspace())
     w.plan(np.array([0, 6], np.int32), *table[:3], hq, hk, d, page_size, causal=True)

@@ -209,10 +209,19 @@ Built build(const AttentionCase& c, Device device, std::mt19937_64& rng) {
   return b;
 }
 
-// `args` (the problem's shape and arrays) with what every plan takes from the case:
-// options, the custom mask (prefill), dtypes and split.
+// `args` (the problem's arrays) with what every plan takes from the case: heads, head
+// dims (and page size), options, the custom mask (prefill), dtypes and split.
 template <class Args>
 Args with_case_fields(const AttentionCase& c, const TensorView& mask, Args args) {
+  args.num_qo_heads = c.num_qo_heads;
+  args.num_kv_heads = c.num_kv_heads;
+  if constexpr (requires { args.head_dim_qk; }) {  // ragged
+    args.head_dim_qk = c.head_dim_qk;
+    args.head_dim_vo = c.head_dim_vo;
+  } else {  // paged
+    args.head_dim = c.head_dim_qk;
+    args.page_size = c.page_size;
+  }
   args.options = c.options;
   if constexpr (requires { args.custom_mask; }) args.custom_mask = mask;
   args.q_dtype = c.q_dtype;
@@ -287,34 +296,24 @@ void run_call(const AttentionCase& c, Device device, const CallViews& in) {
   RunOptions run{.lse = in.lse, .k_scale = c.k_scale, .v_scale = c.v_scale};
   PageTable table = in.table;
   if (c.wrapper != Wrapper::kRaggedPrefill) table.indptr = kv_indptr;
+  // The wrapper planned with the case's fields over `args` (its arrays), then run on
+  // q, `kv` (the cache, or k and v) and out.
+  const auto plan_and_run = [&](auto&& w, const auto& args, const auto&... kv) {
+    w.plan(with_case_fields(c, in.mask, args));
+    w.run(in.q, kv..., in.out, run);
+  };
   switch (c.wrapper) {
-    case Wrapper::kRaggedPrefill: {
-      BatchPrefillWithRaggedKVCache w(device, c.layout);
-      w.plan(with_case_fields(c, in.mask,
-                              RaggedPrefillPlanArgs{.qo_indptr = qo_indptr, .kv_indptr = kv_indptr,
-                                                    .num_qo_heads = c.num_qo_heads, .num_kv_heads = c.num_kv_heads,
-                                                    .head_dim_qk = c.head_dim_qk, .head_dim_vo = c.head_dim_vo}));
-      w.run(in.q, in.k, in.v, in.out, run);
+    case Wrapper::kRaggedPrefill:
+      plan_and_run(BatchPrefillWithRaggedKVCache(device, c.layout),
+                   RaggedPrefillPlanArgs{.qo_indptr = qo_indptr, .kv_indptr = kv_indptr}, in.k, in.v);
       break;
-    }
-    case Wrapper::kPagedPrefill: {
-      BatchPrefillWithPagedKVCache w(device, c.layout);
-      w.plan(with_case_fields(c, in.mask,
-                              PagedPrefillPlanArgs{.qo_indptr = qo_indptr, .page_table = table,
-                                                   .num_qo_heads = c.num_qo_heads, .num_kv_heads = c.num_kv_heads,
-                                                   .head_dim = c.head_dim_qk, .page_size = c.page_size}));
-      w.run(in.q, in.cache, in.out, run);
+    case Wrapper::kPagedPrefill:
+      plan_and_run(BatchPrefillWithPagedKVCache(device, c.layout),
+                   PagedPrefillPlanArgs{.qo_indptr = qo_indptr, .page_table = table}, in.cache);
       break;
-    }
-    case Wrapper::kDecode: {
-      BatchDecodeWithPagedKVCache w(device, c.layout);
-      w.plan(with_case_fields(c, in.mask,
-                              DecodePlanArgs{.page_table = table, .num_qo_heads = c.num_qo_heads,
-                                             .num_kv_heads = c.num_kv_heads, .head_dim = c.head_dim_qk,
-                                             .page_size = c.page_size}));
-      w.run(in.q, in.cache, in.out, run);
+    case Wrapper::kDecode:
+      plan_and_run(BatchDecodeWithPagedKVCache(device, c.layout), DecodePlanArgs{.page_table = table}, in.cache);
       break;
-    }
   }
 }
 

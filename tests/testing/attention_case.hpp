@@ -46,6 +46,23 @@ struct AttentionCase {
   std::string describe() const;
 };
 
+// A case of `wrapper` in bf16 (q, KV and out) with the given heads, head_dim and
+// lengths; everything else as AttentionCase has it.
+inline AttentionCase bf16_case(std::string name, Wrapper wrapper, std::int64_t num_qo_heads,
+                               std::int64_t num_kv_heads, std::int64_t head_dim, std::vector<std::int32_t> qo_lens,
+                               std::vector<std::int32_t> kv_lens) {
+  AttentionCase c;
+  c.name = std::move(name);
+  c.wrapper = wrapper;
+  c.qo_lens = std::move(qo_lens);
+  c.kv_lens = std::move(kv_lens);
+  c.num_qo_heads = num_qo_heads;
+  c.num_kv_heads = num_kv_heads;
+  c.head_dim_qk = c.head_dim_vo = head_dim;
+  c.q_dtype = c.kv_dtype = c.o_dtype = DType::kBF16;
+  return c;
+}
+
 // GoogleTest prints a failing parameter with this instead of its bytes.
 inline void PrintTo(const AttentionCase& c, std::ostream* os) {
   *os << c.describe();

@@ -86,15 +86,12 @@ double cost(const AttentionCase& c) {
 }  // namespace
 
 std::vector<AttentionCase> attention_case_list() {
-  constexpr double kMaxCost = 3e7;
-  constexpr int kCandidates = 60;
-  std::vector<AttentionCase> cases = pairwise_cases(
-      kValues, {.seed = 20261130, .candidates = kCandidates, .max_cost = kMaxCost, .prefer_cheaper = false}, 1000,
-      make_case, [](const AttentionCase& c) { return cost(c); });
+  std::vector<AttentionCase> cases =
+      pairwise_cases(kValues, {.seed = 20261130, .candidates = 60, .max_cost = 3e7, .prefer_cheaper = false}, 1000,
+                     make_case, [](const AttentionCase& c) { return cost(c); });
 
-  // Named edge cases.
-  // One edge case: 8 query heads over 2 KV heads of head_dim 64 unless `tweak` says
-  // otherwise.
+  // Named edge cases, each of 8 query heads over 2 KV heads of head_dim 64 unless
+  // `tweak` says otherwise.
   const auto add = [&](std::string name, Wrapper w, std::vector<std::int32_t> qo_lens,
                        std::vector<std::int32_t> kv_lens, auto&& tweak) {
     AttentionCase c;

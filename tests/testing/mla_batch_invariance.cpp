@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "testing/mla_case.hpp"
 #include "testing/random.hpp"
 
 namespace kvinfer::testing {
@@ -44,15 +45,8 @@ void expect_mla_batch_invariance(const MLABatchInvariance& c, Device device) {
   };
 
   BatchMLAPagedAttention w(device);
-  MLAPlanArgs args{.qo_indptr = qo_indptr,
-                   .kv_indptr = table.indptr,
-                   .kv_indices = indices,
-                   .kv_len = kv_len,
-                   .num_heads = H,
-                   .page_size = kPage,
-                   .causal = c.causal,
-                   .sm_scale = 0.07f,
-                   .split = {.fixed_split_size = c.fixed_split_size}};
+  MLAPlanArgs args = mla_plan_args(qo_indptr, table.indptr, indices, kv_len, H, kPage, 0.07f, c.causal,
+                                   {.fixed_split_size = c.fixed_split_size});
   const auto [out_full, lse_full] = plan_and_run(w, args, 0, nnz);
 
   const std::size_t b = c.alone;

@@ -373,11 +373,9 @@ std::vector<MLACase> mla_case_list() {
   // list at about ten seconds on one core. The pairs that only fit above it (2048
   // keys with 128 heads, with 7 requests or with more than 3 query rows) are
   // covered by the slow grid.
-  constexpr double kMaxCost = 1.5e8;
-  constexpr int kCandidates = 80;
-  std::vector<MLACase> cases = pairwise_cases(
-      kValues, {.seed = 20261201, .candidates = kCandidates, .max_cost = kMaxCost, .prefer_cheaper = true}, 3000,
-      make_case, [](const MLACase& c) { return c.cost(); });
+  std::vector<MLACase> cases =
+      pairwise_cases(kValues, {.seed = 20261201, .candidates = 80, .max_cost = 1.5e8, .prefer_cheaper = true}, 3000,
+                     make_case, [](const MLACase& c) { return c.cost(); });
 
   // Named edge cases.
   auto base = [](std::string name) {

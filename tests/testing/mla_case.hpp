@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <span>
 #include <string>
@@ -48,6 +49,16 @@ struct MLACase {
 // GoogleTest prints a failing parameter with this instead of its bytes.
 inline void PrintTo(const MLACase& c, std::ostream* os) {
   *os << c.describe();
+}
+
+// The plan arguments of an MLA problem over its CSR arrays (qo_indptr, kv_indptr in
+// pages, kv_indices, kv_len in keys): DeepSeek's head dims, bf16, what the tests
+// and bench_mla then change.
+inline MLAPlanArgs mla_plan_args(TensorView qo_indptr, TensorView kv_indptr, TensorView kv_indices, TensorView kv_len,
+                                 std::int64_t num_heads, std::int64_t page_size, std::optional<float> sm_scale,
+                                 bool causal = false, SplitOptions split = {}) {
+  return {.qo_indptr = qo_indptr, .kv_indptr = kv_indptr, .kv_indices = kv_indices, .kv_len = kv_len,
+          .num_heads = num_heads, .page_size = page_size, .causal = causal, .sm_scale = sm_scale, .split = split};
 }
 
 // Runs `c` through BatchMLAPagedAttention on `device` and compares with the oracle;

@@ -7,8 +7,10 @@
 #include <chrono>
 #include <map>
 #include <random>
+#include <type_traits>
 
 #include "core/span_timer.hpp"
+#include "cpu/convert.hpp"
 #include "oracle_check.hpp"
 
 namespace kvinfer::cli {
@@ -82,25 +84,15 @@ class RandomPool {
     numel_ = max_numel + 65536;
     Tensor host = Tensor::empty({numel_}, dtype);
     std::normal_distribution<float> nd(0.0f, 1.0f);
-    for (std::int64_t i = 0; i < numel_; ++i) {
-      const float x = nd(rng_);
-      switch (dtype) {
-        case DType::kF16:
-          host.data_as<std::uint16_t>()[i] = f32_to_f16(x);
-          break;
-        case DType::kBF16:
-          host.data_as<std::uint16_t>()[i] = f32_to_bf16(x);
-          break;
-        case DType::kE4M3:
-          host.data_as<std::uint8_t>()[i] = f32_to_e4m3(x);
-          break;
-        case DType::kE5M2:
-          host.data_as<std::uint8_t>()[i] = f32_to_e5m2(x);
-          break;
-        default:
-          host.data_as<float>()[i] = x;
-          break;
-      }
+    // Drawn in float32 a chunk at a time and stored in `dtype` by the library's own
+    // row conversion (round to nearest even).
+    constexpr std::int64_t kChunk = 4096;
+    float chunk[kChunk];
+    auto* dst = static_cast<char*>(host.data());
+    for (std::int64_t i = 0; i < numel_; i += kChunk) {
+      const std::int64_t n = std::min(kChunk, numel_ - i);
+      for (std::int64_t j = 0; j < n; ++j) chunk[j] = nd(rng_);
+      cpu::store_row(chunk, dtype, dst + i * std::int64_t(dtype_size(dtype)), n);
     }
     data_ = device.is_cpu() ? std::move(host) : host.to(device);
   }
@@ -130,6 +122,7 @@ struct Engine::Impl {
   ModelShape model;
   EngineOptions opt;
   bool mla = false;
+  double elem = 2, qelem = 2;  // bytes of a KV and of a q/o element: the steps' byte counts
   Tensor cache;  // GQA: [layers, pages, 2, page_size, Hk, D]; MLA: [layers, pages, page_size, ckv + kpe]
   Tensor out, lse, positions, batch_indices;
   std::unique_ptr<RandomPool> q_pool, kv_pool;
@@ -149,6 +142,8 @@ struct Engine::Impl {
       : model(m),
         opt(o),
         mla(m.kind == AttentionKind::kMla),
+        elem(double(dtype_size(m.kv_dtype))),
+        qelem(double(dtype_size(m.q_dtype))),
         prefill(o.device),
         decode(o.device),
         cascade(2, o.device),
@@ -217,6 +212,28 @@ struct Engine::Impl {
     return a;
   }
 
+  // `args` (a step's tables) with what every plan of a step shares: the model's heads,
+  // head dims and dtypes (out in q's), the engine's page size; MLA's causal and scale.
+  template <class Args>
+  Args with_model(Args args) const {
+    if constexpr (std::is_same_v<Args, MLAPlanArgs>) {
+      args.num_heads = model.num_qo_heads;
+      args.head_dim_ckv = model.head_dim_ckv;
+      args.head_dim_kpe = model.head_dim_kpe;
+      args.causal = true;
+      args.sm_scale = model.sm_scale();
+    } else {
+      args.num_qo_heads = model.num_qo_heads;
+      args.num_kv_heads = model.num_kv_heads;
+      args.head_dim = model.head_dim;
+      args.o_dtype = model.q_dtype;
+    }
+    args.page_size = opt.page_size;
+    args.q_dtype = model.q_dtype;
+    args.kv_dtype = model.kv_dtype;
+    return args;
+  }
+
   // The step's times, and its per-layer work summed over the layers.
   StepStats finish(StepStats st) {
     collect_spans(st);
@@ -277,7 +294,6 @@ StepStats Engine::Impl::run_gqa(const StepBatch& batch, OracleCheck* check) {
   const Device dev = opt.device;
   const std::int32_t ps = opt.page_size;
   const std::int64_t hq = model.num_qo_heads, hk = model.num_kv_heads, d = model.head_dim;
-  const double elem = double(dtype_size(model.kv_dtype)), qelem = double(dtype_size(model.q_dtype));
 
   // Decode rows of requests whose group has two or more members decoding go through
   // the cascade (the prefix read once per group); the others through plain decode.
@@ -365,39 +381,16 @@ StepStats Engine::Impl::run_gqa(const StepBatch& batch, OracleCheck* check) {
   const AppendPlan append = plan_append(new_tokens);
   const AttentionOptions causal{.mask_mode = MaskMode::kCausal};
   if (prefill_rows > 0) {
-    prefill.plan({.qo_indptr = prefill_qo_indptr.on_host(),
-                  .page_table = prefill_table.for_plan(dev),
-                  .num_qo_heads = hq,
-                  .num_kv_heads = hk,
-                  .head_dim = d,
-                  .page_size = ps,
-                  .options = causal,
-                  .q_dtype = model.q_dtype,
-                  .kv_dtype = model.kv_dtype,
-                  .o_dtype = model.q_dtype});
+    prefill.plan(with_model(PagedPrefillPlanArgs{.qo_indptr = prefill_qo_indptr.on_host(),
+                                                 .page_table = prefill_table.for_plan(dev),
+                                                 .options = causal}));
   }
-  if (decode_rows > 0) {
-    decode.plan({.page_table = decode_table.for_plan(dev),
-                 .num_qo_heads = hq,
-                 .num_kv_heads = hk,
-                 .head_dim = d,
-                 .page_size = ps,
-                 .q_dtype = model.q_dtype,
-                 .kv_dtype = model.kv_dtype,
-                 .o_dtype = model.q_dtype});
-  }
+  if (decode_rows > 0) decode.plan(with_model(DecodePlanArgs{.page_table = decode_table.for_plan(dev)}));
   if (cascade_rows > 0) {
-    cascade.plan({.levels = {{.qo_indptr = cascade_qo_indptr[0].on_host(),
-                              .page_table = cascade_table[0].for_plan(dev)},
-                             {.qo_indptr = cascade_qo_indptr[1].on_host(),
-                              .page_table = cascade_table[1].for_plan(dev)}},
-                  .num_qo_heads = hq,
-                  .num_kv_heads = hk,
-                  .head_dim = d,
-                  .page_size = ps,
-                  .q_dtype = model.q_dtype,
-                  .kv_dtype = model.kv_dtype,
-                  .o_dtype = model.q_dtype});
+    cascade.plan(with_model(CascadePlanArgs{.levels = {{.qo_indptr = cascade_qo_indptr[0].on_host(),
+                                                        .page_table = cascade_table[0].for_plan(dev)},
+                                                       {.qo_indptr = cascade_qo_indptr[1].on_host(),
+                                                        .page_table = cascade_table[1].for_plan(dev)}}}));
   }
   sync();
   st.plan_s = seconds_since(t0);
@@ -440,7 +433,6 @@ StepStats Engine::Impl::run_mla(const StepBatch& batch, OracleCheck* check) {
   const Device dev = opt.device;
   const std::int32_t ps = opt.page_size;
   const std::int64_t h = model.num_qo_heads, dc = model.head_dim_ckv, dp = model.head_dim_kpe;
-  const double elem = double(dtype_size(model.kv_dtype)), qelem = double(dtype_size(model.q_dtype));
   const double flops_per_pair = double(h) * 2.0 * double(2 * dc + dp);
 
   // MLA has no cascade wrapper: requests of a prefix group still share the prefix's
@@ -477,22 +469,11 @@ StepStats Engine::Impl::run_mla(const StepBatch& batch, OracleCheck* check) {
 
   auto t0 = Clock::now();
   const AppendPlan append = plan_append(new_tokens);
-  const std::optional<float> scale = model.sm_scale();
   // Prefill and decode share the model's MLA shape; only their tables differ.
   const auto plan_mla = [&](BatchMLAPagedAttention& w, const TensorView& qo_indptr, const PageTable& table,
                             const TensorView& kv_len) {
-    w.plan({.qo_indptr = qo_indptr,
-            .kv_indptr = table.indptr,
-            .kv_indices = table.indices,
-            .kv_len = kv_len,
-            .num_heads = h,
-            .head_dim_ckv = dc,
-            .head_dim_kpe = dp,
-            .page_size = ps,
-            .causal = true,
-            .sm_scale = scale,
-            .q_dtype = model.q_dtype,
-            .kv_dtype = model.kv_dtype});
+    w.plan(with_model(MLAPlanArgs{
+        .qo_indptr = qo_indptr, .kv_indptr = table.indptr, .kv_indices = table.indices, .kv_len = kv_len}));
   };
   if (prefill_rows > 0) {
     plan_mla(mla_prefill, prefill_qo_indptr.on_host(),

@@ -83,6 +83,10 @@ void RunMetrics::add(const StepBatch& batch, const StepStats& s, std::int32_t pa
   cascade_rows += s.cascade_rows;
 }
 
+// The series as JSON columns named as its members.
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(RunMetrics::Series, step, t_s, batch, prefill_tokens, decode_tokens, step_ms,
+                                   plan_ms, append_ms, prefill_ms, decode_ms, pages_in_use)
+
 nlohmann::json make_report(const RunMetrics& m, const ReportContext& c) {
   std::vector<double> ttft, e2e;
   for (const RequestTimes& t : c.times) {
@@ -123,18 +127,7 @@ nlohmann::json make_report(const RunMetrics& m, const ReportContext& c) {
   r["check"] = c.check;
   // Columns of equal length, one entry per step: batch = requests in the step (prefill
   // and decode), tokens = query rows; times in ms, all layers (device time on a GPU).
-  const RunMetrics::Series& s = m.series;
-  r["series"] = {{"step", s.step},
-                 {"t_s", s.t_s},
-                 {"batch", s.batch},
-                 {"prefill_tokens", s.prefill_tokens},
-                 {"decode_tokens", s.decode_tokens},
-                 {"step_ms", s.step_ms},
-                 {"plan_ms", s.plan_ms},
-                 {"append_ms", s.append_ms},
-                 {"prefill_ms", s.prefill_ms},
-                 {"decode_ms", s.decode_ms},
-                 {"pages_in_use", s.pages_in_use}};
+  r["series"] = m.series;
   return r;
 }
 

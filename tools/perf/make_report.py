@@ -185,6 +185,13 @@ def table(headers, rows, keep=()):
     return out
 
 
+def subsection(title, intro, headers, rows):
+    """A '###' part of a section: its title, intro and table; nothing without rows."""
+    if not rows:
+        return []
+    return [f"### {title}", "", intro, ""] + table(headers, rows) + [""]
+
+
 def target_line(run, bench):
     t = (run.result(bench) or {}).get("target")
     return [f"Target (`{bench}`): {t}.", ""] if t else []
@@ -201,6 +208,14 @@ class Report:
     def image(self, name, alt, draw, data):
         self.plots[name] = (draw, data)
         return [f"![{alt}]({self.img_rel}/{name}.png)", ""]
+
+    def opening(self, bench, title, intro, target=True):
+        """A section over one benchmark's rows: (rows, the section's title, intro and
+        target line), or (None, []) with the benchmark noted as missing."""
+        rows = self.run.rows(bench)
+        if not rows:
+            return None, self.absent(title, bench)
+        return rows, [f"## {title}", "", intro, ""] + (target_line(self.run, bench) if target else [])
 
     # ------------------------------------------------------------ decode
     def decode_rows(self):
@@ -261,20 +276,16 @@ class Report:
             return g
 
         skewed = [n for n in rows if re.fullmatch(r"\d+x\d+ skewed", n)]
-        if skewed:
-            out += ["### Skewed lengths", "",
-                    "One request of B·L − B + 1 keys and B − 1 of one key: the same bytes as B x L.", ""]
-            out += table(["B x L, skewed", "µs", "TB/s", "of read", "of same-size read", "equal lengths: of read"],
-                         group("", skewed, extra=lambda n, r: [f_frac(num(rows.get(n.split()[0]), "frac_read"))]))
-            out.append("")
+        out += subsection("Skewed lengths",
+                          "One request of B·L − B + 1 keys and B − 1 of one key: the same bytes as B x L.",
+                          ["B x L, skewed", "µs", "TB/s", "of read", "of same-size read", "equal lengths: of read"],
+                          group("", skewed, extra=lambda n, r: [f_frac(num(rows.get(n.split()[0]), "frac_read"))]))
         variant = re.compile(r"\d+x\d+ (group\d+|d\d+|page\d+|HND)")
-        variants = [n for n in rows if variant.fullmatch(n)]
-        if variants:
-            out += ["### Variants", "",
-                    "One parameter changed from the shape named: `groupN` GQA group N (Hq = 8 N), `dN` head_dim N, "
-                    "`pageN` page size N, `HND` pages in HND layout.", ""]
-            out += table(["case", "µs", "TB/s", "of read", "of same-size read"], group("", variants))
-            out.append("")
+        out += subsection("Variants",
+                          "One parameter changed from the shape named: `groupN` GQA group N (Hq = 8 N), `dN` "
+                          "head_dim N, `pageN` page size N, `HND` pages in HND layout.",
+                          ["case", "µs", "TB/s", "of read", "of same-size read"],
+                          group("", [n for n in rows if variant.fullmatch(n)]))
         layout_rows = []
         for n in equal:
             ordered, contiguous = rows.get(n + " pages in order"), rows.get(n + " contiguous HND")
@@ -284,28 +295,22 @@ class Report:
             cont_us, c = num(contiguous, "median_us"), num(cudnn.get(n), "median_us")
             layout_rows.append([short(n), f_us(us), f_us(num(ordered, "median_us")), f_us(cont_us), f_us(c),
                                 f_ratio(div(cont_us, c))])
-        if layout_rows:
-            out += ["### Layouts", "",
-                    "The same problems with the pages in order, and on the peers' layout (one page per request, K and "
-                    "V apart, HND: torch SDPA's `[B, Hk, L, D]`).", ""]
-            out += table(["B x L", "shuffled pages µs", "pages in order µs", "contiguous HND µs", "cuDNN µs",
-                          "contiguous/cuDNN"], layout_rows)
-            out.append("")
+        out += subsection("Layouts",
+                          "The same problems with the pages in order, and on the peers' layout (one page per request, "
+                          "K and V apart, HND: torch SDPA's `[B, Hk, L, D]`).",
+                          ["B x L", "shuffled pages µs", "pages in order µs", "contiguous HND µs", "cuDNN µs",
+                           "contiguous/cuDNN"], layout_rows)
         split = re.compile(r"(\d+x\d+(?: skewed)?) (nosplit|split\d+)")
-        splits = [n for n in rows if split.fullmatch(n)]
-        if splits:
-            out += ["### Split-KV chunks", "",
-                    "Fixed chunk sizes (`SplitOptions::fixed_split_size`; `nosplit`: `disable_split_kv`) against the "
-                    "planner's automatic split of the same problem (time ratio, below 1: the fixed size is "
-                    "faster).", ""]
-            srows = []
-            for n in splits:
-                base = rows.get(split.fullmatch(n).group(1))
-                us = num(rows[n], "median_us")
-                srows.append([short(n), f_us(us), f_frac(num(rows[n], "frac_read")),
-                              f_ratio(div(us, num(base, "median_us")))])
-            out += table(["case", "µs", "of read", "/ planner's split"], srows)
-            out.append("")
+        srows = []
+        for n in (n for n in rows if split.fullmatch(n)):
+            base = rows.get(split.fullmatch(n).group(1))
+            us = num(rows[n], "median_us")
+            srows.append([short(n), f_us(us), f_frac(num(rows[n], "frac_read")),
+                          f_ratio(div(us, num(base, "median_us")))])
+        out += subsection("Split-KV chunks",
+                          "Fixed chunk sizes (`SplitOptions::fixed_split_size`; `nosplit`: `disable_split_kv`) against "
+                          "the planner's automatic split of the same problem (time ratio, below 1: the fixed size is "
+                          "faster).", ["case", "µs", "of read", "/ planner's split"], srows)
         return out
 
     def decode_fp8(self):
@@ -383,16 +388,14 @@ class Report:
                           f_tflops(num(by.get((n, "paged16 portable")), "TFLOPs"))])
             plot.append((short(n), tf, num(p, "TFLOPs"), num(fa2, "TFLOPs"), num(cud, "TFLOPs"), num(f2, "TFLOPs"),
                          num(f3, "TFLOPs")))
-        out += ["### Ragged, against the peers", "", "ours/peer: time ratio (below 1: faster).", ""]
-        out += table(["shape", "µs", "TFLOP/s", "of GEMM", "FA2 TFLOP/s", "ours/FA2", "cuDNN TFLOP/s", "ours/cuDNN",
-                      "FI fa2 TFLOP/s", "ours/fa2", "FI fa3 TFLOP/s", "ours/fa3"], ragged)
-        out.append("")
-        out += ["### Paged (page 16) and portable", "",
-                "The same K/V as a paged cache of 16-token pages in shuffled order; paged/ragged: time ratio "
-                "ragged / paged (1: as fast as ragged).", ""]
-        out += table(["shape", "paged16 µs", "TFLOP/s", "of GEMM", "paged/ragged", "portable ragged TFLOP/s",
-                      "portable paged16 TFLOP/s"], paged)
-        out.append("")
+        out += subsection("Ragged, against the peers", "ours/peer: time ratio (below 1: faster).",
+                          ["shape", "µs", "TFLOP/s", "of GEMM", "FA2 TFLOP/s", "ours/FA2", "cuDNN TFLOP/s",
+                           "ours/cuDNN", "FI fa2 TFLOP/s", "ours/fa2", "FI fa3 TFLOP/s", "ours/fa3"], ragged)
+        out += subsection("Paged (page 16) and portable",
+                          "The same K/V as a paged cache of 16-token pages in shuffled order; paged/ragged: time "
+                          "ratio ragged / paged (1: as fast as ragged).",
+                          ["shape", "paged16 µs", "TFLOP/s", "of GEMM", "paged/ragged", "portable ragged TFLOP/s",
+                           "portable paged16 TFLOP/s"], paged)
         if plot:
             out += self.image("prefill", "prefill: TFLOP/s of kvinfer and the peers per shape", draw_prefill,
                               {"rows": plot, "gemm": gemm})
@@ -400,49 +403,43 @@ class Report:
 
     # ------------------------------------------------------------ cascade, MLA, layer steps, append
     def cascade(self):
-        rows = self.run.rows("bench_cascade")
-        if not rows:
-            return self.absent("Cascade", "bench_cascade")
-        out = ["## Cascade", "",
-               "`MultiLevelCascadeAttention` (`bench_cascade`): a 32k-token prefix shared by the batch, 256 tokens "
-               "of its own per request (Hq 32 / Hk 8, d 128, page 16, bf16), decode; against plain paged decode of "
-               "the same batch, which reads the prefix once per request. `splitN`: a fixed chunk size for the "
-               "prefix level.", ""]
-        out += target_line(self.run, "bench_cascade")
+        rows, out = self.opening(
+            "bench_cascade", "Cascade",
+            "`MultiLevelCascadeAttention` (`bench_cascade`): a 32k-token prefix shared by the batch, 256 tokens of "
+            "its own per request (Hq 32 / Hk 8, d 128, page 16, bf16), decode; against plain paged decode of the same "
+            "batch, which reads the prefix once per request. `splitN`: a fixed chunk size for the prefix level.")
+        if rows is None:
+            return out
         trows, plot = [], []
         for r in rows:
             c, p = num(r, "cascade_us"), num(r, "plain_us")
             trows.append([r.get("name", "-"), f_us(c), f_us(p), f_ratio(num(r, "ratio") or div(c, p))])
             plot.append(("batch " + r.get("name", "-").replace(" x (32k shared + 256)", ""), c, p))
-        out += table(["batch x (prefix + own)", "cascade µs", "plain decode µs", "cascade/plain"], trows)
-        out.append("")
+        out += table(["batch x (prefix + own)", "cascade µs", "plain decode µs", "cascade/plain"], trows) + [""]
         out += self.image("cascade", "cascade against plain decode", draw_cascade, {"rows": plot})
         return out
 
     def mla(self):
-        rows = self.run.rows("bench_mla")
-        if not rows:
-            return self.absent("MLA", "bench_mla")
         read = self.run.ceiling("bench_mla", "read_bandwidth")
         gemm = self.run.ceiling("bench_mla", "gemm_bf16")
-        fi = self.run.flashinfer_rows("mla")
-        if not fi:
+        rows, out = self.opening(
+            "bench_mla", "MLA",
+            "`BatchMLAPagedAttention` (`bench_mla`): DeepSeek's latent cache (ckv 512 + kpe 64), page 64, batch 128, "
+            "one query token per request, bf16 q/o, bf16 or fp8 e4m3 cache. Bytes: the latent rows read plus q and o; "
+            "FLOPs: 2 x rows x keys x (576 + 512). Of read / of GEMM: of `bench_mla`'s own read bandwidth "
+            f"({f_tbs(read)} TB/s) and cuBLAS rate ({f_tflops(gemm)} TFLOP/s). 16 heads are memory-bound, 128 "
+            "compute-bound.")
+        if rows is None:
+            return out
+        if not self.run.flashinfer_rows("mla"):
             self.missing.append("MLA peer (FlashInfer's MLA wrapper: not in the carried bundle)")
-        out = ["## MLA", "",
-               "`BatchMLAPagedAttention` (`bench_mla`): DeepSeek's latent cache (ckv 512 + kpe 64), page 64, batch "
-               "128, one query token per request, bf16 q/o, bf16 or fp8 e4m3 cache. Bytes: the latent rows read plus "
-               "q and o; FLOPs: 2 x rows x keys x (576 + 512). Of read / of GEMM: of `bench_mla`'s own read bandwidth "
-               f"({f_tbs(read)} TB/s) and cuBLAS rate ({f_tflops(gemm)} TFLOP/s). 16 heads are memory-bound, 128 "
-               "compute-bound.", ""]
-        out += target_line(self.run, "bench_mla")
         trows, plot = [], []
         for r in rows:
             name = r.get("name", "-")
             trows.append([name, f_us(num(r, "us")), f_tbs(num(r, "gbps")), f_frac(num(r, "of_read")),
                           f_tflops(num(r, "tflops")), f_frac(num(r, "of_gemm"))])
             plot.append((name, num(r, "of_read"), num(r, "of_gemm")))
-        out += table(["shape", "µs", "TB/s", "of read", "TFLOP/s", "of GEMM"], trows)
-        out.append("")
+        out += table(["shape", "µs", "TB/s", "of read", "TFLOP/s", "of GEMM"], trows) + [""]
         out += self.image("mla", "MLA: fraction of the read bandwidth and of the GEMM rate", draw_mla, {"rows": plot})
         return out
 
@@ -480,17 +477,15 @@ class Report:
         return out
 
     def append(self):
-        rows = self.run.rows("bench_append")
-        if not rows:
-            return self.absent("Append", "bench_append")
         copy = self.run.ceiling("bench_append", "copy_bandwidth")
-        out = ["## Append", "",
-               "`append_paged_kv_cache` (`bench_append`): 8 KV heads, head_dim 128, page 16, 5000 tokens as 8 "
-               "requests (even, skewed, one request; appends start mid-page, pages shuffled) and a decode step of 512 "
-               "requests. TB/s: bytes read + written; of copy: of the 2 GiB device-to-device copy bandwidth "
-               f"`bench_append` measured ({f_tbs(copy)} TB/s). Every case's cache is compared byte for byte with the "
-               "CPU backend's.", ""]
-        out += target_line(self.run, "bench_append")
+        rows, out = self.opening(
+            "bench_append", "Append",
+            "`append_paged_kv_cache` (`bench_append`): 8 KV heads, head_dim 128, page 16, 5000 tokens as 8 requests "
+            "(even, skewed, one request; appends start mid-page, pages shuffled) and a decode step of 512 requests. "
+            "TB/s: bytes read + written; of copy: of the 2 GiB device-to-device copy bandwidth `bench_append` "
+            f"measured ({f_tbs(copy)} TB/s). Every case's cache is compared byte for byte with the CPU backend's.")
+        if rows is None:
+            return out
         own = [r for r in rows if r.get("name") != "same-size copy (reference)"]
         ref = [r for r in rows if r.get("name") == "same-size copy (reference)"]
         trows, plot = [], []
@@ -502,15 +497,13 @@ class Report:
             if str(r.get("kernel", "")).startswith("default") and r.get("dtype") == "bfloat16" \
                     and r.get("layout") == "NHD" and num(r, "frac_copy") is not None:
                 plot.append((r.get("name", "-"), num(r, "frac_copy")))
-        out += table(["pattern", "kernel", "dtype", "layout", "µs", "TB/s", "of copy", "matches CPU"], trows)
-        out.append("")
+        out += table(["pattern", "kernel", "dtype", "layout", "µs", "TB/s", "of copy", "matches CPU"], trows) + [""]
         if ref:
             out += ["What plain copies of the same bytes reach at these sizes, timed alike (the part of the gap to the "
                     "2 GiB copy that any kernel of this size pays):", ""]
             out += table(["tokens", "copy", "µs", "TB/s", "of copy"],
                          [[str(r.get("nnz", "-")), r.get("kernel", "-"), f_us(num(r, "median_us")),
-                           f_tbs(num(r, "GBps")), f_frac(num(r, "frac_copy"))] for r in ref])
-            out.append("")
+                           f_tbs(num(r, "GBps")), f_frac(num(r, "frac_copy"))] for r in ref]) + [""]
             for r in ref:
                 if r.get("nnz") == 5000 and num(r, "frac_copy") is not None:
                     plot.append((r.get("kernel", "-"), num(r, "frac_copy")))
@@ -538,19 +531,17 @@ class Report:
             trows.append([r.get("name", "-"), r.get("shape", "-"), f"{num(r, 'ms'):.2f}" if num(r, "ms") else "-",
                           f"{num(r, 'gbps'):.2f}" if num(r, "gbps") else "-", f_frac(num(r, "fraction_of_read")),
                           f"{num(r, 'gflops'):.1f}" if num(r, "gflops") else "-"])
-        out += table(["case", "shape", "ms", "GB/s", "of read", "GFLOP/s"], trows)
-        out.append("")
-        return out
+        return out + table(["case", "shape", "ms", "GB/s", "of read", "GFLOP/s"], trows) + [""]
 
     def ceilings(self):
-        rows = self.run.rows("bench_ceilings")
-        if not rows:
-            return self.absent("Ceilings", "bench_ceilings")
-        out = ["## Ceilings", "",
-               "`bench_ceilings`: the read bandwidth (a 4 GiB streaming reduction, the best of its launch shapes), "
-               "read patterns shaped like the decode tiles', the device-to-device copy bandwidth (bytes read + "
-               "written) and the cuBLAS bf16 8192³ GEMM rate. Each benchmark above measures the ceilings it quotes "
-               "again in its own process.", ""]
+        rows, out = self.opening(
+            "bench_ceilings", "Ceilings",
+            "`bench_ceilings`: the read bandwidth (a 4 GiB streaming reduction, the best of its launch shapes), read "
+            "patterns shaped like the decode tiles', the device-to-device copy bandwidth (bytes read + written) and "
+            "the cuBLAS bf16 8192³ GEMM rate. Each benchmark above measures the ceilings it quotes again in its own "
+            "process.", target=False)
+        if rows is None:
+            return out
         trows = []
         for r in rows:
             v, unit = num(r, "value"), r.get("unit", "")

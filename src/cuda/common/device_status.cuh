@@ -12,14 +12,20 @@
 
 namespace kvinfer::cuda {
 
-// A page id checked against the cache's pages: the id, or page 0 with `bad` set. The
-// substitute keeps every address in the cache; an item that read it discards its rows
-// (the kernels' discard_bad_item), so what page 0 holds never reaches the output. One
-// unsigned compare and a select: negative ids are huge unsigned values.
-__device__ __forceinline__ std::int32_t checked_page(std::int32_t id, std::uint32_t num_pages, bool& bad) {
-  const bool out = std::uint32_t(id) >= num_pages;
-  bad |= out;
-  return out ? 0 : id;
+// A page id as a kernel uses it: clamped into the cache (a bad id becomes the last
+// page, num_pages >= 1 by the host's check), with the largest id seen so far kept in
+// `seen`, compared with num_pages once, after the item (bad_page_seen). The clamp keeps
+// every address in the cache; an item that used a clamped id discards its rows (the
+// kernels' discard_bad_item), so what the substitute page holds never reaches the
+// output. Two unsigned min/max (a negative id is a huge unsigned value) and no
+// predicate: kernels that load page ids ahead apply it where they use the id, so the
+// look-ahead still hides the load.
+__device__ __forceinline__ std::int32_t checked_page(std::int32_t id, std::uint32_t num_pages, std::uint32_t& seen) {
+  seen = max(seen, std::uint32_t(id));
+  return std::int32_t(min(std::uint32_t(id), num_pages - 1));
+}
+__device__ __forceinline__ bool bad_page_seen(std::uint32_t seen, std::uint32_t num_pages) {
+  return seen >= num_pages;
 }
 
 // Records a bad value unless one is recorded already: the first to swap `array` from

@@ -366,7 +366,7 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decod
   merge_streams<kRows, kLanes>(m, d, acc);
   __shared__ float sm_md[kDecodeWarps][kRows][2];  // the warps' row maxima and sums
   finish_decode_item<TO, D, kRows>(p, item, r, m, d, acc, smem, sm_md, rows, warp, lane);
-  discard_bad_item<TO, D, false>(p, item, r, rows, locate.bad);
+  discard_bad_item<TO, D, false>(p, item, r, rows, locate.bad());
 }
 
 }  // namespace kvinfer::cuda

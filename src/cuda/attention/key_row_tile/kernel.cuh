@@ -347,7 +347,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32)
   timeline.tile(num_tiles, num_tiles);
   finish_kq_item<TO, D, kItemWarps>(p, item, start.r, o, row_max, row_sum, rows, group, smem_cta, smem, lane,
                                     g, t4);
-  discard_bad_item<TO, D, !kItemWarps>(p, item, start.r, rows, start.locate.bad);
+  discard_bad_item<TO, D, !kItemWarps>(p, item, start.r, rows, start.locate.bad());
 }
 
 // Launch, occupancy and item warps of the tile (dynamic shared memory above 48 KiB

@@ -300,7 +300,7 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
   }
   finish_item<TO, DQK, DVO, TKV, kWarps, kMmaM, kItemWarps>(p, item, r, o, row_max, row_sum, logits.sc, rows,
                                                             num_tiles, smem_cta, smem, warp, lane);
-  discard_bad_item<TO, DVO, kOneWarp && !kItemWarps>(p, item, r, rows, locate.bad);
+  discard_bad_item<TO, DVO, kOneWarp && !kItemWarps>(p, item, r, rows, locate.bad());
 }
 
 template <class TQ, class TKV, class TO, int DQK, int DVO, int kWarps, int kMmaM, bool kGeneral,

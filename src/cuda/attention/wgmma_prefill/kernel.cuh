@@ -272,7 +272,7 @@ __global__ void __launch_bounds__(HopperPrefillShape<D>::kThreads, HopperPrefill
   for (int t = 0; t + 1 < num_tiles; ++t) key_tile<true>(mainloop, t);
   if (num_tiles > 0) key_tile<false>(mainloop, num_tiles - 1);
   finish_hopper_item<TO, D>(p, item, r, o, row_max, row_sum, softmax.sc, rows, num_tiles, smem.ptr + S::q);
-  if constexpr (kPaged) discard_bad_item<TO, D, false>(p, item, r, rows, stages.bad);
+  if constexpr (kPaged) discard_bad_item<TO, D, false>(p, item, r, rows, bad_page_seen(stages.seen, p.num_pages));
 #endif
 }
 

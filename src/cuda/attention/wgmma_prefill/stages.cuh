@@ -78,7 +78,7 @@ struct HopperKvStages {
   const char *k_base, *v_base;
   std::int32_t k_page_bytes, k_token_bytes, v_page_bytes, v_token_bytes;
   HopperRowPlace k_page{0, 0}, v_page{0, 0};  // paged: places of the next K and V copies
-  mutable bool bad = false;  // a page id this thread read was out of range (checked_page)
+  mutable std::uint32_t seen = 0;  // the largest page id this thread used (checked_page)
 
   __device__ __forceinline__ HopperKvStages(const AttentionKernelParams& p_, const detail::WorkItem& item,
                                             const detail::RequestInfo& r, const ItemKeys& keys,
@@ -104,7 +104,7 @@ struct HopperKvStages {
       const int key = min(key_begin + t * S::kKeys + key_row, key_end - 1);  // past the end: any valid row
       std::uint32_t slot;
       const std::uint32_t page_index = p.page_size.divmod(std::uint32_t(key), &slot);
-      return {checked_page(__ldg(pages + page_index), p.num_pages, bad), std::int32_t(slot)};
+      return {__ldg(pages + page_index), std::int32_t(slot)};  // checked where used (copy_row)
     } else {
       return {0, 0};
     }
@@ -115,7 +115,7 @@ struct HopperKvStages {
     const bool ok = key < key_end;
     const char* src;
     if constexpr (kPaged) {
-      src = base + std::int64_t(place.page) * page_bytes + place.slot * token_bytes;
+      src = base + std::int64_t(checked_page(place.page, p.num_pages, seen)) * page_bytes + place.slot * token_bytes;
     } else {
       src = base + std::int64_t(ok ? key : key_begin) * token_bytes;
     }

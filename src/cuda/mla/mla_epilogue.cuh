@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+// The MLA epilogue: O / sum (times the value scale) and the LSE of each of the O
+// role's rows, written as the output or, for a split request, as this chunk's partial
+// state in the layout the attention merge kernel reads. Included by mla_kernel.cuh.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "cuda/attention/attention_kernel_params.cuh"
+#include "cuda/common/device_status.cuh"
+#include "cuda/common/mma.cuh"
+#include "cuda/common/ptx.cuh"
+#include "cuda/mla/mla_kernel_params.cuh"
+#include "cuda/mla/mla_keys.cuh"
+
+namespace kvinfer::cuda {
+
+// The rows of the warp's O role (row block rb, columns from c0 * 8), each lane's
+// rows g and g + 8 and column pairs t; row_sum is summed over the row's four lanes
+// here, in place.
+template <class S>
+__device__ __forceinline__ void mla_epilogue(const MlaKernelParams& p, const detail::WorkItem& item,
+                                             const detail::RequestInfo& r, int rows,
+                                             const float (&acc)[S::kOFrags][4], const float (&row_max)[2],
+                                             float (&row_sum)[2], int warp, int lane) {
+  const int g = lane / 4, t = lane % 4;
+  const int rb = warp / S::kColSplit, c0 = (warp % S::kColSplit) * (S::kCols / 8);  // the O role
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 1);
+    row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 2);
+  }
+  const bool split = r.num_chunks > 1;
+  const std::int64_t heads = p.num_heads.divisor;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = rb * 16 + g + 8 * h;
+    if (row >= rows) continue;
+    std::uint32_t head = 0;
+    const std::int64_t token = p.num_heads.divmod(std::uint32_t(item.row_begin + row), &head);
+    const bool empty = !(row_sum[h] > 0.0f);
+    const float inv = empty ? 0.0f : p.v_scale / row_sum[h];
+    const float lse = empty ? -INFINITY : row_max[h] + __log2f(row_sum[h]);
+    if (split) {
+      const std::int64_t state =
+          (r.partial_begin + std::int64_t(item.chunk) * r.qo_len + token) * heads + head;
+      float* po = p.partial_o + state * S::kDc + c0 * 8 + 2 * t;
+#pragma unroll
+      for (int n = 0; n < S::kOFrags; ++n) {
+        *reinterpret_cast<float2*>(po + 8 * n) = make_float2(acc[n][2 * h] * inv, acc[n][2 * h + 1] * inv);
+      }
+      if (c0 == 0 && t == 0) p.partial_lse[state] = lse;
+      continue;
+    }
+    const std::int64_t n_out = r.qo_begin + token;
+    auto* po = reinterpret_cast<std::uint32_t*>(
+        static_cast<char*>(p.o) + (n_out * p.o_stride_n + head * p.o_stride_h + c0 * 8 + 2 * t) * 2);
+#pragma unroll
+    for (int n = 0; n < S::kOFrags; ++n) {
+      const float x = acc[n][2 * h] * inv, y = acc[n][2 * h + 1] * inv;
+      po[4 * n] = p.o_bf16 ? mma::pack2<__nv_bfloat16>(x, y) : mma::pack2<__half>(x, y);
+    }
+    if (p.lse != nullptr && c0 == 0 && t == 0) {
+      p.lse[n_out * p.lse_stride_n + head * p.lse_stride_h] = lse * p.lse_scale;
+    }
+  }
+}
+
+// The end of an item whose lookups used a page id outside the cache (checked_page;
+// every thread calls this): the first bad entry of its pages goes to the status, and
+// its rows become zeros with LSE -inf, or, in a split, its partial LSE the value the
+// merge turns into such a row (kBadChunkLse). The barrier orders these writes after the
+// epilogue's.
+template <class S>
+__device__ __forceinline__ void mla_discard_bad_item(const MlaKernelParams& p, const detail::WorkItem& item,
+                                                     const detail::RequestInfo& r, const MlaKeys& keys, int rows) {
+  if (!__syncthreads_or(bad_page_seen(keys.seen, p.num_pages))) return;
+  if (threadIdx.x == 0) {
+    const std::int64_t first = item.kv_base + p.page_size.div(std::uint32_t(keys.key_begin));
+    const std::int64_t last = item.kv_base + p.page_size.div(std::uint32_t(keys.key_end - 1)) + 1;
+    record_bad_pages(p.status, p.kv_indices, first, last, p.num_pages, item.request);
+  }
+  const std::int64_t heads = p.num_heads.divisor;
+  constexpr int kChunks = S::kDc / 8;  // 16-byte chunks of a 16-bit output row
+  for (int i = int(threadIdx.x); i < rows * kChunks; i += int(blockDim.x)) {
+    std::uint32_t head = 0;
+    const std::int64_t token = p.num_heads.divmod(std::uint32_t(item.row_begin + i / kChunks), &head);
+    if (r.num_chunks > 1) {
+      if (i % kChunks == 0) {
+        p.partial_lse[(r.partial_begin + std::int64_t(item.chunk) * r.qo_len + token) * heads + head] = kBadChunkLse;
+      }
+      continue;
+    }
+    const std::int64_t n = r.qo_begin + token;
+    ptx::st_v4(static_cast<char*>(p.o) + (n * p.o_stride_n + head * p.o_stride_h) * 2 + (i % kChunks) * 16,
+               make_uint4(0, 0, 0, 0));
+    if (p.lse != nullptr && i % kChunks == 0) p.lse[n * p.lse_stride_n + head * p.lse_stride_h] = -INFINITY;
+  }
+}
+
+}  // namespace kvinfer::cuda

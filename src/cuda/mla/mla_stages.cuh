@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: Apache-2.0
+// The copies of an MLA item into shared memory: its q tile once, then its key tiles
+// through the ring of stages (cp.async, kStages - 1 tiles in flight), each key row's
+// page looked up a tile before its copy; fp8 tiles converted to fp16 in the compute
+// tile, a bf16 q tile to fp16 once. The kernel's main loop only asks for the next
+// tile (mla_next_tile), so the pipeline's order lives here. Included by mla_kernel.cuh.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "cuda/attention/attention_kernel_params.cuh"
+#include "cuda/attention/tile/swizzle.cuh"
+#include "cuda/common/convert.cuh"
+#include "cuda/common/device_status.cuh"
+#include "cuda/common/mma.cuh"
+#include "cuda/common/ptx.cuh"
+#include "cuda/mla/mla_kernel_params.cuh"
+#include "cuda/mla/mla_keys.cuh"
+
+namespace kvinfer::cuda {
+
+// Copies the q tile: packed row i < rows is q_nope (then q_pe) of token
+// (row_begin + i) / H, head (row_begin + i) % H; rows past the item's are zeros.
+template <class S>
+__device__ __forceinline__ void mla_copy_q(const MlaKernelParams& p, const detail::WorkItem& item,
+                                           const detail::RequestInfo& r, int rows, unsigned char* q_tile) {
+  constexpr int kChunks = S::kDqk / 8;
+  for (int idx = int(threadIdx.x); idx < S::kRows * kChunks; idx += S::kThreads) {
+    const int row = idx / kChunks, c = idx % kChunks;
+    const bool valid = row < rows;
+    std::uint32_t head = 0;
+    const std::int64_t token = valid ? p.num_heads.divmod(std::uint32_t(item.row_begin + row), &head) : 0;
+    const std::int64_t n = r.qo_begin + token;
+    const char* src = c < S::kDc / 8
+                          ? static_cast<const char*>(p.q_nope) +
+                                (n * p.q_nope_stride_n + head * p.q_nope_stride_h) * 2 + c * 16
+                          : static_cast<const char*>(p.q_pe) +
+                                (n * p.q_pe_stride_n + head * p.q_pe_stride_h) * 2 + (c - S::kDc / 8) * 16;
+    ptx::cp_async_or_zero<16>(q_tile + swizzled_chunk<S::kDqk>(row, c) * 16, src, valid);
+  }
+}
+
+// The key row a thread copies of the tile at key0 (kThreadsPerKey threads per key):
+// its page and slot, looked up a tile before its copy is issued, so that the copy
+// does not wait for the page id's load (a DRAM or L2 latency, in every tile). The id
+// is checked (checked_page) into `seen`.
+struct MlaKeyRow {
+  std::int64_t page;
+  std::uint32_t slot;
+  bool valid;  // a key of the item's range; past key_end the copy writes zeros
+};
+template <class S>
+__device__ __forceinline__ MlaKeyRow mla_key_row(const MlaKernelParams& p, const std::int32_t* pages,
+                                                 int key0, int key_end, std::uint32_t& seen) {
+  const int kv = key0 + int(threadIdx.x) / S::kThreadsPerKey;
+  MlaKeyRow row;
+  row.valid = kv < key_end;
+  const std::uint32_t page_slot = p.page_size.divmod(std::uint32_t(row.valid ? kv : 0), &row.slot);
+  row.page = row.valid ? checked_page(pages[page_slot], p.num_pages, seen) : 0;
+  return row;
+}
+
+// Copies a thread's part of its key row into a tile: 16-bit KV into the swizzled
+// compute tile, fp8 into the plain staging tile. Keys at or past key_end are zeros
+// (their logits are masked, and a zero times a zero weight adds nothing to O, where
+// stale bytes could hold NaN).
+template <class TKV, class S>
+__device__ __forceinline__ void mla_copy_kv(const MlaKernelParams& p, const MlaKeyRow& row,
+                                            unsigned char* dst) {
+  const int key = int(threadIdx.x) / S::kThreadsPerKey, sub = int(threadIdx.x) % S::kThreadsPerKey;
+  const bool valid = row.valid;
+  const std::int64_t page = row.page, slot = row.slot;
+  constexpr auto kElem = std::int64_t(sizeof(TKV));
+  const char* ckv =
+      static_cast<const char*>(p.ckv) + (page * p.ckv_stride_page + slot * p.ckv_stride_token) * kElem;
+  const char* kpe = nullptr;
+  if constexpr (S::kKpe) {
+    kpe = static_cast<const char*>(p.kpe) + (page * p.kpe_stride_page + slot * p.kpe_stride_token) * kElem;
+  }
+  // 16-byte chunks of the row: 8 elements of 16-bit KV, 16 of fp8.
+  constexpr int kElemsPerChunk = 16 / int(kElem);
+  constexpr int kCkvChunks = S::kDc / kElemsPerChunk, kChunks = S::kDqk / kElemsPerChunk;
+#pragma unroll
+  for (int i = 0; i < (kChunks + S::kThreadsPerKey - 1) / S::kThreadsPerKey; ++i) {
+    const int c = sub + S::kThreadsPerKey * i;
+    if (kChunks % S::kThreadsPerKey != 0 && c >= kChunks) break;
+    const char* src = c < kCkvChunks ? ckv + c * 16 : kpe + (c - kCkvChunks) * 16;
+    unsigned char* to =
+        kElem == 2 ? dst + swizzled_chunk<S::kDqk>(key, c) * 16 : dst + key * S::kDqk + c * 16;
+    ptx::cp_async_or_zero<16>(to, src, valid);
+  }
+}
+
+// Converts an fp8 staging tile into the fp16 compute tile: one cvt per pair of
+// elements, exact (every e4m3 and e5m2 value is an fp16 value).
+template <class TKV, class S>
+__device__ __forceinline__ void mla_convert_kv(unsigned char* tile, const unsigned char* raw) {
+  constexpr int kChunks = S::kDqk / 16;  // 16 fp8 elements each
+  for (int idx = int(threadIdx.x); idx < S::kKeys * kChunks; idx += S::kThreads) {
+    const int key = idx / kChunks, c = idx % kChunks;
+    const uint4 v = *reinterpret_cast<const uint4*>(raw + key * S::kDqk + c * 16);
+    uint4 lo, hi;
+    fp8x4_to_half2x2<TKV>(v.x, lo.x, lo.y);
+    fp8x4_to_half2x2<TKV>(v.y, lo.z, lo.w);
+    fp8x4_to_half2x2<TKV>(v.z, hi.x, hi.y);
+    fp8x4_to_half2x2<TKV>(v.w, hi.z, hi.w);
+    reinterpret_cast<uint4*>(tile)[swizzled_chunk<S::kDqk>(key, 2 * c)] = lo;
+    reinterpret_cast<uint4*>(tile)[swizzled_chunk<S::kDqk>(key, 2 * c + 1)] = hi;
+  }
+}
+
+// With fp8 KV the mma runs in fp16, to which fp8 converts in one instruction (to bf16
+// in four; on the H200 the fp16 path is only 1.5% faster at 16 heads, whose fp8 tiles
+// are bound by the chain of each tile, not by the conversion): a bf16 q tile is
+// converted in place, times the power of two q_scale that puts its largest magnitude
+// in [2^14, 2^15). Every element within 2^-38 of the largest keeps its value exactly
+// (bf16's 8-bit significands fit fp16's 11); smaller ones are below anything the
+// fp32 logits resolve (the decode tile's argument, fp8_decode_tile/kernel.cuh). Returns
+// q_scale; `scratch` holds a float per warp. Ends with a barrier.
+template <class S>
+__device__ __forceinline__ float mla_q_to_half(unsigned char* q_tile, float* scratch) {
+  constexpr int kWords = S::kRows * S::kDqk / 2;  // bf16 pairs, in any order
+  auto* words = reinterpret_cast<std::uint32_t*>(q_tile);
+  float mx = 0.0f;
+  for (int i = int(threadIdx.x); i < kWords; i += S::kThreads) {
+    const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&words[i]));
+    mx = fmaxf(mx, fmaxf(fabsf(x.x), fabsf(x.y)));
+  }
+#pragma unroll
+  for (int off = 16; off >= 1; off /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
+  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = mx;
+  __syncthreads();
+#pragma unroll
+  for (int w = 0; w < S::kWarps; ++w) mx = fmaxf(mx, scratch[w]);
+  int e = 0;
+  frexpf(mx, &e);  // mx < 2^e (0 for a zero tile)
+  const float q_scale = ldexpf(1.0f, min(max(15 - e, -126), 126));
+  for (int i = int(threadIdx.x); i < kWords; i += S::kThreads) {
+    const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&words[i]));
+    words[i] = mma::pack2<__half>(x.x * q_scale, x.y * q_scale);
+  }
+  __syncthreads();
+  return q_scale;
+}
+
+// The stage of the ring that tile `tile` lands in.
+template <class L>
+__device__ __forceinline__ unsigned char* mla_stage(unsigned char* smem, int tile) {
+  return smem + L::stages + (tile % L::kStages) * L::kStageBytes;
+}
+
+// The prologue: one commit group for q, then one per tile (empty past the last),
+// kStages - 1 ahead. With fp8 KV and a bf16 query the q tile, once landed, is
+// converted to fp16 (mla_q_to_half). Returns q_scale (1 but there).
+template <class T, class TQ, class TKV, class L>
+__device__ __forceinline__ float mla_start(const MlaKernelParams& p, const detail::WorkItem& item,
+                                           const detail::RequestInfo& r, int rows, const MlaKeys& keys,
+                                           unsigned char* smem) {
+  using S = typename L::S;
+  mla_copy_q<S>(p, item, r, rows, smem + L::q);
+  ptx::cp_async_commit();
+#pragma unroll
+  for (int t = 0; t + 1 < L::kStages; ++t) {
+    if (t < keys.num_tiles)
+      mla_copy_kv<TKV, S>(p, mla_key_row<S>(p, keys.pages, keys.key_begin + t * S::kKeys, keys.key_end, keys.seen),
+                          mla_stage<L>(smem, t));
+    ptx::cp_async_commit();
+  }
+  float q_scale = 1.0f;
+  if constexpr (!std::is_same_v<T, TQ>) {
+    ptx::cp_async_wait_group<L::kStages - 1>();  // the q tile (this thread's copies)
+    __syncthreads();
+    q_scale = mla_q_to_half<S>(smem + L::q, reinterpret_cast<float*>(smem + L::s));
+  }
+  return q_scale;
+}
+
+// The key row of the first copy the main loop issues (tile kStages - 1).
+template <class L>
+__device__ __forceinline__ MlaKeyRow mla_first_key_row(const MlaKernelParams& p, const MlaKeys& keys) {
+  using S = typename L::S;
+  return mla_key_row<S>(p, keys.pages, keys.key_begin + (L::kStages - 1) * S::kKeys, keys.key_end, keys.seen);
+}
+
+// Tile `tile` of the main loop, ready for S and P V: waits for its copies, issues the
+// copy kStages - 1 tiles ahead with next_row, then looks up the key row of the copy
+// after it into next_row; fp8 KV: converts the tile into the compute tile. Returns the
+// tile: K by its kDqk columns, V by its first 512.
+template <class TKV, class L>
+__device__ __forceinline__ unsigned char* mla_next_tile(const MlaKernelParams& p, const MlaKeys& keys,
+                                                        unsigned char* smem, int tile, MlaKeyRow& next_row) {
+  using S = typename L::S;
+  ptx::cp_async_wait_group<L::kStages - 2>();
+  // Tile `tile` (and the q tile) is visible, and every warp is done with the tile
+  // before it, whose stage the next copy and whose S buffer this tile's S take.
+  __syncthreads();
+  const int ahead = tile + L::kStages - 1;
+  if (ahead < keys.num_tiles) mla_copy_kv<TKV, S>(p, next_row, mla_stage<L>(smem, ahead));
+  ptx::cp_async_commit();
+  next_row = mla_key_row<S>(p, keys.pages, keys.key_begin + (ahead + 1) * S::kKeys, keys.key_end, keys.seen);
+  unsigned char* kv = mla_stage<L>(smem, tile);
+  if constexpr (L::kStaged) {
+    mla_convert_kv<TKV, S>(smem + L::compute, kv);
+    kv = smem + L::compute;
+    __syncthreads();
+  }
+  return kv;
+}
+
+}  // namespace kvinfer::cuda
