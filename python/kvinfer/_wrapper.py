@@ -41,9 +41,12 @@ class WrapperBase:
         self._bind_device(float_workspace_buffer, use_cuda_graph, kv_layout)
         self._set_impl(impl)
 
-    def _bind_device(self, float_workspace_buffer: Any, use_cuda_graph: bool, kv_layout: str = "NHD") -> None:
+    def _bind_device(self, float_workspace_buffer: Any, use_cuda_graph: bool, kv_layout: str = "NHD",
+                     make_impl: Any = None) -> None:
         """The wrapper's device is its workspace's (as FlashInfer's); use_cuda_graph and
-        kv_layout as every constructor takes them."""
+        kv_layout as every constructor takes them; the C++ wrapper make_impl() builds,
+        now, or in CUDA-graph mode at the first plan (_graph_impl), whose sizes fix its
+        capacity."""
         self._use_cuda_graph = use_cuda_graph
         self._kv_layout = kv_layout
         self._impl = None
@@ -58,6 +61,8 @@ class WrapperBase:
         self._current_stream = _utils.current_stream_fn(device) if self._cuda else None
         self._handle = next(_HANDLES)
         _REGISTRY[self._handle] = self
+        if make_impl is not None and not use_cuda_graph:
+            self._set_impl(make_impl())
 
     def _set_impl(self, impl: Any) -> None:
         # The C++ wrapper takes float_workspace_buffer at construction.

@@ -93,9 +93,8 @@ class MultiLevelCascadeAttentionWrapper(WrapperBase):
         self._paged_kv_indptr_buf_arr = paged_kv_indptr_buf_arr
         self._paged_kv_indices_buf_arr = paged_kv_indices_buf_arr
         self._paged_kv_last_page_len_buf_arr = paged_kv_last_page_len_buf_arr
-        self._bind_device(float_workspace_buffer, use_cuda_graph, kv_layout)
-        if not use_cuda_graph:
-            self._set_impl(_kvinfer.MultiLevelCascadeAttention(num_levels, float_workspace_buffer, kv_layout, []))
+        self._bind_device(float_workspace_buffer, use_cuda_graph, kv_layout,
+                          lambda: _kvinfer.MultiLevelCascadeAttention(num_levels, float_workspace_buffer, kv_layout, []))
 
     def reset_workspace_buffer(self, float_workspace_buffer: Any,
                                int_workspace_buffers: Optional[List[Any]] = None) -> None:

@@ -53,9 +53,8 @@ class BatchMLAPagedAttentionWrapper(WrapperBase):
         self._kv_indices_buf = kv_indices
         self._kv_len_arr_buf = kv_len_arr
         self._backend = backend
-        self._bind_device(float_workspace_buffer, use_cuda_graph)
-        if not use_cuda_graph:
-            self._set_impl(_kvinfer.BatchMLAPagedAttention(float_workspace_buffer, None))
+        self._bind_device(float_workspace_buffer, use_cuda_graph,
+                          make_impl=lambda: _kvinfer.BatchMLAPagedAttention(float_workspace_buffer, None))
         self._num_heads = 0
         self._head_dim_ckv = 512
         self._lse_base_e = False

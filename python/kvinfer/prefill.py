@@ -127,10 +127,9 @@ class BatchPrefillWithPagedKVCacheWrapper(_Prefill):
         self._paged_kv_indices_buf = paged_kv_indices_buf
         self._paged_kv_last_page_len_buf = paged_kv_last_page_len_buf
         self._max_total_num_rows = max_total_num_rows
-        self._bind_device(float_workspace_buffer, use_cuda_graph, kv_layout)
-        if not use_cuda_graph:
-            self._set_impl(_kvinfer.BatchPrefillWithPagedKVCache(float_workspace_buffer, kv_layout, None))
-        elif max_total_num_rows is not None:
+        self._bind_device(float_workspace_buffer, use_cuda_graph, kv_layout,
+                          lambda: _kvinfer.BatchPrefillWithPagedKVCache(float_workspace_buffer, kv_layout, None))
+        if use_cuda_graph and max_total_num_rows is not None:
             self._make_graph_impl(max_total_num_rows)
 
     def _make_graph_impl(self, rows: int) -> None:
@@ -284,9 +283,8 @@ class BatchPrefillWithRaggedKVCacheWrapper(_Prefill):
             _utils.require_buffers(self._op, qo_indptr_buf=qo_indptr_buf, kv_indptr_buf=kv_indptr_buf)
         self._qo_indptr_buf = qo_indptr_buf
         self._kv_indptr_buf = kv_indptr_buf
-        self._bind_device(float_workspace_buffer, use_cuda_graph, kv_layout)
-        if not use_cuda_graph:
-            self._set_impl(_kvinfer.BatchPrefillWithRaggedKVCache(float_workspace_buffer, kv_layout, None))
+        self._bind_device(float_workspace_buffer, use_cuda_graph, kv_layout,
+                          lambda: _kvinfer.BatchPrefillWithRaggedKVCache(float_workspace_buffer, kv_layout, None))
 
     def plan(
         self,
