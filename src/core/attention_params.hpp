@@ -8,7 +8,6 @@
 #include <optional>
 
 #include "kvinfer/attention/options.hpp"
-#include "core/device_status.hpp"
 #include "core/kernel_key.hpp"
 #include "kvinfer/core/tensor.hpp"
 #include "kvinfer/layout/kv_layout.hpp"
@@ -72,8 +71,6 @@ struct AttentionParams {
   const std::int32_t* counts = nullptr;  // num_items, num_merge_tokens, batch_size, nnz_q
   float* partial_o = nullptr;            // [max_partial_rows, Hq, Dvo]
   float* partial_lse = nullptr;          // [max_partial_rows, Hq]
-  DeviceStatus* status = nullptr;        // where kernels record a bad page id (core/device_status.hpp)
-  std::int64_t num_pages = 0;            // paged: page ids must be below it (the pages of k and of v)
   std::int32_t q_tile_rows = 0;          // packed rows per work item (the kernel's tile)
   std::int64_t max_items = 0;            // grid sizes: fixed within a capacity
   std::int64_t max_merge_tokens = 0;

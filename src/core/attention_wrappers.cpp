@@ -228,16 +228,4 @@ void single_decode(const TensorView& q, const TensorView& k, const TensorView& v
   single_prefill(q.unsqueeze(0), k, v, out.unsqueeze(0), {.options = args.options, .kv_layout = args.kv_layout}, r);
 }
 
-IndexStatus BatchPrefillWithRaggedKVCache::status(Stream stream) {
-  return impl_->status(stream);
-}
-
-IndexStatus BatchPrefillWithPagedKVCache::status(Stream stream) {
-  return impl_->status(stream);
-}
-
-IndexStatus BatchDecodeWithPagedKVCache::status(Stream stream) {
-  return impl_->status(stream);
-}
-
 }  // namespace kvinfer

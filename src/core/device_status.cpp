@@ -39,22 +39,6 @@ IndexStatus describe(const DeviceStatus& s) {
                              "through it and wrote the rows it served as zeros with LSE -inf",
                              s.limit, of_request);
       break;
-    case IndexArray::kBatchIndices:
-      out.array = "batch_indices";
-      out.rule = fmt::format("must be in [0, batch_size = {}); the token was not appended", s.limit);
-      break;
-    case IndexArray::kPositions:
-      out.array = "positions";
-      out.rule = fmt::format("must be in [0, kv_len = {}) of request {} (the page table must already cover the "
-                             "appended tokens); the token was not appended",
-                             s.limit, s.request);
-      break;
-    case IndexArray::kKvIndptr:
-      out.array = "kv_indptr";
-      out.rule = fmt::format("a request's pages must lie within the {} entries of kv_indices{}; the token was "
-                             "not appended",
-                             s.limit, of_request);
-      break;
     default:
       out.array = "(unknown index array)";
       out.rule = fmt::format("status code {} from a kernel of another build", s.array);

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The device status: where a GPU kernel records the first bad value it met in an
-// index array that lives in device memory (page ids, batch indices, positions), so
-// that a serving loop learns of it without a synchronisation on the hot path. The
-// kernel never dereferences the bad value; the host reads the status at a point of
-// its choosing (RunOptions::check_indices, a wrapper's status()).
+// index array that lives in device memory (the MLA kernel: page ids), so that a
+// serving loop learns of it without a synchronisation on the hot path. The kernel
+// never dereferences the bad value; the host reads the status at a point of its
+// choosing (MLARunOptions::check_indices, BatchMLAPagedAttention::status()).
 //
 // The layout is shared by host and device code: 32 bytes, written by the kernel that
 // wins the compare-and-swap of `array` from kNone, read and cleared by the host.
@@ -16,10 +16,7 @@ namespace kvinfer::detail {
 // The index array a bad value came from (0: none recorded).
 enum class IndexArray : std::uint32_t {
   kNone = 0,
-  kKvIndices = 1,     // a page id of the page table: [0, limit = pages of the cache)
-  kBatchIndices = 2,  // an appended token's request: [0, limit = batch_size)
-  kPositions = 3,     // an appended token's position: [0, limit = kv_len of its request)
-  kKvIndptr = 4,      // a request's page range: within [0, limit = entries of kv_indices]
+  kKvIndices = 1,  // a page id of the page table: [0, limit = pages of the cache)
 };
 
 struct DeviceStatus {

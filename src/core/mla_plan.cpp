@@ -234,7 +234,7 @@ void MLAPlan::check_run(const TensorView& q_nope, const TensorView& q_pe, const 
 
   // On a GPU the kernels check the page ids (the device status).
   if (device_.is_cpu()) {
-    check_page_ids(kOp, kv_indices_, pr.nnz_kv, cache.num_pages());
+    check_page_ids(kOp, kv_indices_, pr.nnz_kv, cache.num_pages(), "pages in the cache", false);
   } else if (pr.nnz_kv > 0) {  // the kernels substitute page 0 for a bad id: it must exist
     const std::int64_t pages = pr.head_dim_kpe > 0 ? std::min(cache.num_pages(), cache.kpe.size(0)) : cache.num_pages();
     require_v(pages > 0, kOp, "ckv_cache.shape[0]", 0,
@@ -257,7 +257,9 @@ void MLAPlan::run(const TensorView& q_nope, const TensorView& q_pe, const MLACac
   p.ckv = cache.ckv;
   p.kpe = cache.kpe;
   p.kv_indices = kv_indices_;
-  bind_schedule(p, workspace_.view(schedule_.layout), schedule_);
+  const ScheduleView sv = workspace_.view(schedule_.layout);
+  bind_schedule(p, sv, schedule_);
+  p.status = sv.status;
   p.kernel = kernel_;
   p.q_tile_rows = schedule_.q_tile_rows;
   p.max_chunks = schedule_.max_chunks;

@@ -6,7 +6,6 @@
 
 #include <cstdint>
 
-#include "core/device_status.hpp"
 #include "kvinfer/core/tensor.hpp"
 #include "kvinfer/layout/mask.hpp"
 #include "kvinfer/layout/mla_cache.hpp"
@@ -20,7 +19,6 @@ struct AppendPagedKVParams {
   PagedKVCache cache;
   PageTable table;
   Stream stream = nullptr;
-  DeviceStatus* status = nullptr;  // the device's page-op status: where a bad index is recorded
 };
 
 struct AppendPagedMLAParams {
@@ -29,7 +27,6 @@ struct AppendPagedMLAParams {
   MLACache cache;
   PageTable table;
   Stream stream = nullptr;
-  DeviceStatus* status = nullptr;  // the device's page-op status: where a bad index is recorded
 };
 
 struct BatchIndicesPositionsParams {

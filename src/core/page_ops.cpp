@@ -4,12 +4,8 @@
 // the data.
 #include <fmt/format.h>
 
-#include <map>
-#include <mutex>
-
 #include "backend/backend.hpp"
 #include "core/check.hpp"
-#include "core/device_status_host.hpp"
 #include "core/copy_to.hpp"
 #include "core/op_params.hpp"
 #include "core/page_table.hpp"
@@ -87,28 +83,7 @@ void check_append_contents(std::string_view op, const TensorView& batch_indices,
   }
 }
 
-// The page operations' status of a GPU (none on the CPU): allocated by the first
-// operation on the device and kept for the process (never freed: it would outlive
-// the CUDA runtime at exit).
-detail::DeviceStatus* ops_status(Device device) {
-  if (device.is_cpu()) return nullptr;
-  static std::mutex mutex;
-  static auto* buffers = new std::map<int, Tensor>();
-  const std::lock_guard lock(mutex);
-  Tensor& t = (*buffers)[device.index];
-  if (!t.defined()) {
-    t = Tensor::empty({std::int64_t(sizeof(detail::DeviceStatus))}, DType::kU8, device);
-    detail::backend_for(device).fill_async(t.data(), 0, sizeof(detail::DeviceStatus), nullptr);
-    detail::backend_for(device).synchronize(nullptr);
-  }
-  return t.data_as<detail::DeviceStatus>();
-}
-
 }  // namespace
-
-IndexStatus page_ops_status(Device device, Stream stream) {
-  return detail::take_status(device, ops_status(device), stream);
-}
 
 void append_paged_kv_cache(const TensorView& append_key, const TensorView& append_value,
                            const TensorView& batch_indices, const TensorView& positions,
@@ -133,7 +108,7 @@ void append_paged_kv_cache(const TensorView& append_key, const TensorView& appen
   if (nnz == 0) return;
 
   const detail::AppendPagedKVParams p{append_key, append_value, batch_indices, positions,
-                                      cache,      table,        stream,        ops_status(device)};
+                                      cache,      table,        stream};
   detail::backend_for(device).append_paged_kv_cache(p);
 }
 
@@ -165,8 +140,7 @@ void append_paged_mla_kv_cache(const TensorView& append_ckv, const TensorView& a
   }
   if (nnz == 0) return;
 
-  const detail::AppendPagedMLAParams p{append_ckv, kpe,   batch_indices, positions,
-                                       cache,      table, stream,        ops_status(device)};
+  const detail::AppendPagedMLAParams p{append_ckv, kpe, batch_indices, positions, cache, table, stream};
   detail::backend_for(device).append_paged_mla_kv_cache(p);
 }
 

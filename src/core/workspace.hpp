@@ -37,7 +37,6 @@ void bind_schedule(Params& p, const ScheduleView& sv, const Schedule& s) {
   p.counts = sv.counts;
   p.partial_o = sv.partial_o;
   p.partial_lse = sv.partial_lse;
-  p.status = sv.status;
   p.max_items = s.max_items;
   p.max_merge_tokens = s.max_merge_tokens;
 }

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Bad values in device-resident index arrays on the GPU (kvinfer/core/index_status.hpp):
-// page ids out of the cache in decode, paged prefill and MLA (alone and in a split
-// request), an append's batch indices, positions and page table. Each run must leave
-// the CUDA context usable, write the rows that met the bad value as zeros with LSE
-// -inf and every other row as the good run does (bit for bit), record the first bad
-// value in the status that status() returns once, and throw kvinfer::Error naming it
-// in the checked mode.
+// Bad page ids in device memory on the GPU. MLA (kvinfer/core/index_status.hpp): out of
+// the cache, alone and in a split request, the run leaves the CUDA context usable,
+// writes the rows that met the bad id as zeros with LSE -inf and every other row as the
+// good run does (bit for bit), records the id in the status that status() returns
+// once, and throws kvinfer::Error naming it in the checked mode. Decode and paged
+// prefill: the checked mode (a copy to the host) throws naming it before any kernel.
 #include <cuda_runtime.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -122,7 +121,7 @@ std::string name_of(const BadPageCase& c) {
 
 class CudaBadPageIds : public ::testing::TestWithParam<BadPageCase> {};
 
-TEST_P(CudaBadPageIds, TheRequestsRowsAreZeroAndTheStatusNamesTheEntry) {
+TEST_P(CudaBadPageIds, IsReportedAndNeverUsed) {
   KVINFER_SKIP_WITHOUT_GPU();
   const BadPageCase c = GetParam();
   constexpr std::int64_t kPage = 16, kD = 128, kHq = 8, kHk = 2, kMlaHeads = 16, kDc = 512, kDp = 64;
@@ -143,7 +142,7 @@ TEST_P(CudaBadPageIds, TheRequestsRowsAreZeroAndTheStatusNamesTheEntry) {
 
   // One planned wrapper; run(check) runs it with the page ids `indices` holds.
   std::function<void(bool)> run;
-  std::function<IndexStatus()> status;
+  std::function<IndexStatus()> status = [] { return IndexStatus{}; };
   BatchDecodeWithPagedKVCache decode_w(kGpu);
   BatchPrefillWithPagedKVCache prefill_w(kGpu);
   BatchMLAPagedAttention mla_w(kGpu);
@@ -156,13 +155,11 @@ TEST_P(CudaBadPageIds, TheRequestsRowsAreZeroAndTheStatusNamesTheEntry) {
     decode_w.plan({.page_table = table, .num_qo_heads = kHq, .num_kv_heads = kHk, .head_dim = kD,
                    .page_size = kPage, .split = split});
     run = [&](bool check) { decode_w.run(q, PagedKVCache::combined(cache), out, {.lse = lse, .check_indices = check}); };
-    status = [&] { return decode_w.status(); };
   } else if (c.wrapper == PagedWrapper::kPrefill) {
     prefill_w.plan({.qo_indptr = int32_tensor(qo_indptr), .page_table = table, .num_qo_heads = kHq,
                     .num_kv_heads = kHk, .head_dim = kD, .page_size = kPage,
                     .options = {.mask_mode = MaskMode::kCausal}, .split = split});
     run = [&](bool check) { prefill_w.run(q, PagedKVCache::combined(cache), out, {.lse = lse, .check_indices = check}); };
-    status = [&] { return prefill_w.status(); };
   } else {
     mla_w.plan({.qo_indptr = int32_tensor(qo_indptr), .kv_indptr = t.indptr, .kv_indices = indices,
                 .kv_len = int32_tensor(kv_lens), .num_heads = kMlaHeads, .page_size = kPage, .sm_scale = 0.07f,
@@ -184,12 +181,19 @@ TEST_P(CudaBadPageIds, TheRequestsRowsAreZeroAndTheStatusNamesTheEntry) {
 
   poison_and_run(false);
   const RunResult good = result();
-  ASSERT_TRUE(status().ok()) << status().message();
+  ASSERT_TRUE(status().ok()) << status().message();  // decode, prefill: no device status
 
   std::vector<std::int32_t> ids = to_vector_i32(t.indices);
   const std::int64_t entry = to_vector_i32(t.indptr)[1] + c.entry_in_request;
   ids[std::size_t(entry)] = c.bad;
   copy(indices, int32_tensor(ids));
+  if (!mla) {  // decode and prefill: only the checked mode reads the page ids
+    expect_checked_run_throws([&] { poison_and_run(true); }, entry);
+    copy(indices, t.indices);
+    poison_and_run(false);
+    EXPECT_EQ(result().out, good.out) << "the run after the checked mode's error";
+    return;
+  }
   ASSERT_NO_THROW(poison_and_run(false));
   const RunResult bad = result();
   expect_only_rows_discarded(good, bad, qo_indptr[1], qo_indptr[2], heads * dv * 2, heads);
@@ -214,86 +218,6 @@ INSTANTIATE_TEST_SUITE_P(
                       BadPageCase{PagedWrapper::kPrefill, 1000, 0, 0}, BadPageCase{PagedWrapper::kPrefill, -7, 0, 64},
                       BadPageCase{PagedWrapper::kMla, 1000, 0, 0}, BadPageCase{PagedWrapper::kMla, -1, 4, 32}),
     [](const ::testing::TestParamInfo<BadPageCase>& info) { return name_of(info.param); });
-
-// Appends of three tokens, one per request (at the request's last position), where the
-// middle token's index is bad: the good tokens land, the bad one changes nothing, and
-// page_ops_status() names it.
-struct BadAppendCase {
-  const char* name;
-  std::string_view array;
-  std::function<void(std::vector<std::int32_t>& batch, std::vector<std::int32_t>& pos,
-                     std::vector<std::int32_t>& ids, std::int64_t& index, std::int64_t& value)>
-      corrupt;
-};
-
-class CudaBadAppendIndices : public ::testing::TestWithParam<BadAppendCase> {};
-
-TEST_P(CudaBadAppendIndices, TheTokenIsSkippedAndTheStatusNamesIt) {
-  KVINFER_SKIP_WITHOUT_GPU();
-  const BadAppendCase& c = GetParam();
-  constexpr std::int64_t kPage = 16, kD = 128, kHk = 2;
-  Rng rng(3);
-  const std::vector<std::int32_t> kv_lens{20, 5, 17};
-  const HostPageTable t = random_page_table(kv_lens, kPage, 2, rng);
-  const Tensor start = random_bf16({t.num_pages, 2, kPage, kHk, kD}, rng);
-  const Tensor keys = random_bf16({3, kHk, kD}, rng).to(kGpu), values = random_bf16({3, kHk, kD}, rng).to(kGpu);
-  const Tensor indptr = t.indptr.to(kGpu), ids_gpu = t.indices.to(kGpu), last = t.last_page_len.to(kGpu);
-  const PageTable table{indptr, ids_gpu, last};  // views: the tensors above hold the memory
-  std::vector<std::int32_t> batch{0, 1, 2}, pos{19, 4, 16}, ids = to_vector_i32(t.indices);
-  std::int64_t index = 1, value = 0;
-  c.corrupt(batch, pos, ids, index, value);
-  const Tensor bad_ids = int32_tensor(ids).to(kGpu);
-  const PageTable bad_table{table.indptr, bad_ids, table.last_page_len};
-  ASSERT_TRUE(page_ops_status(kGpu).ok());
-
-  // Expected: the good tokens 0 and 2 alone appended to the starting cache.
-  Tensor expected = start.to(kGpu);
-  append_paged_kv_cache(keys.view().slice(0, 0, 1), values.view().slice(0, 0, 1), gpu_ints({0}),
-                        gpu_ints({19}), PagedKVCache::combined(expected), table);
-  append_paged_kv_cache(keys.view().slice(0, 2, 3), values.view().slice(0, 2, 3), gpu_ints({2}),
-                        gpu_ints({16}), PagedKVCache::combined(expected), table);
-  Tensor cache = start.to(kGpu);
-  ASSERT_NO_THROW(append_paged_kv_cache(keys, values, gpu_ints(batch), gpu_ints(pos),
-                                        PagedKVCache::combined(cache), bad_table));
-  CUDA_OK(cudaDeviceSynchronize());
-  EXPECT_EQ(host_bytes(cache), host_bytes(expected)) << "the cache differs from the good tokens' append alone";
-  const IndexStatus s = page_ops_status(kGpu);
-  EXPECT_EQ(s.array, c.array) << s.message();
-  EXPECT_EQ(s.index, index) << s.message();
-  EXPECT_EQ(s.value, value) << s.message();
-  EXPECT_TRUE(page_ops_status(kGpu).ok());
-  CUDA_OK(cudaGetLastError());
-}
-
-INSTANTIATE_TEST_SUITE_P(
-    , CudaBadAppendIndices,
-    ::testing::Values(
-        BadAppendCase{"batch_index_past_the_batch", "batch_indices",
-                      [](auto& batch, auto&, auto&, std::int64_t& index, std::int64_t& value) {
-                        batch[1] = 3;
-                        index = 1;
-                        value = 3;
-                      }},
-        BadAppendCase{"negative_position", "positions",
-                      [](auto&, auto& pos, auto&, std::int64_t& index, std::int64_t& value) {
-                        pos[1] = -5;
-                        index = 1;
-                        value = -5;
-                      }},
-        BadAppendCase{"position_past_kv_len", "positions",
-                      [](auto&, auto& pos, auto&, std::int64_t& index, std::int64_t& value) {
-                        pos[1] = 5;  // request 1 holds 5 tokens: positions 0-4
-                        index = 1;
-                        value = 5;
-                      }},
-        BadAppendCase{"page_id_past_the_cache", "kv_indices",
-                      [](auto&, auto&, auto& ids, std::int64_t& index, std::int64_t& value) {
-                        // request 1's only page: entry 2 (request 0 holds 2 pages)
-                        ids[2] = 1 << 20;
-                        index = 2;
-                        value = 1 << 20;
-                      }}),
-    [](const ::testing::TestParamInfo<BadAppendCase>& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace kvinfer::testing

@@ -60,14 +60,7 @@ class MultiLevelCascadeAttention {
   void run(const TensorView& q, const PagedKVCache& cache, const TensorView& out,
            const RunOptions& options = {}) const;
 
-  // The first bad value that this wrapper's kernels met in a device-resident index
-  // array (kvinfer/core/index_status.hpp) since plan() or the last status(), which
-  // this clears. Waits for `stream`. On the CPU always ok(): it throws at run().
-  IndexStatus status(Stream stream = nullptr);
-
  private:
-  void run_levels(const TensorView& q, const PagedKVCache& cache, const TensorView& out,
-                  const RunOptions& options) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "kvinfer/attention/run_options.hpp"
+#include "kvinfer/core/index_status.hpp"
 #include "kvinfer/core/tensor.hpp"
 #include "kvinfer/layout/mla_cache.hpp"
 
@@ -49,8 +50,9 @@ struct MLARunOptions {
   float ckv_scale = 1.0f;
   float kpe_scale = 1.0f;
   Stream stream = nullptr;
-  // The checked mode of kv_indices on a GPU (RunOptions::check_indices): run() waits
-  // and throws for the first bad page id. Unset: KVINFER_CHECK_INDICES=1.
+  // The checked mode of kv_indices on a GPU: run() waits for its kernels, reads the
+  // device status (kvinfer/core/index_status.hpp) and throws kvinfer::Error for the
+  // first bad page id they met. Unset: on when KVINFER_CHECK_INDICES=1.
   std::optional<bool> check_indices;
 };
 

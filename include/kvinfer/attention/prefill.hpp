@@ -59,11 +59,6 @@ class BatchPrefillWithRaggedKVCache {
   void run(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
            const RunOptions& options = {}) const;
 
-  // The first bad value that this wrapper's kernels met in a device-resident index
-  // array (kvinfer/core/index_status.hpp) since plan() or the last status(), which
-  // this clears. Waits for `stream`. On the CPU always ok(): it throws at run().
-  IndexStatus status(Stream stream = nullptr);
-
  private:
   std::unique_ptr<detail::AttentionPlan> impl_;
 };
@@ -102,11 +97,6 @@ class BatchPrefillWithPagedKVCache {
   // q [nnz_q, Hq, D]; out [nnz_q, Hq, D]; cache in the wrapper's layout.
   void run(const TensorView& q, const PagedKVCache& cache, const TensorView& out,
            const RunOptions& options = {}) const;
-
-  // The first bad value that this wrapper's kernels met in a device-resident index
-  // array (kvinfer/core/index_status.hpp) since plan() or the last status(), which
-  // this clears. Waits for `stream`. On the CPU always ok(): it throws at run().
-  IndexStatus status(Stream stream = nullptr);
 
  private:
   std::unique_ptr<detail::AttentionPlan> impl_;

@@ -1,16 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// What a GPU kernel found wrong in an index array that lives in device memory (page
-// ids, an append's batch indices and positions). The kernels check every such value
-// against what the plan or the tensors' shapes know and never use a bad one: a work
-// item that meets one writes its rows as zeros with LSE -inf (a split request's merge
-// zeroes the whole row), an append skips the token. The first bad value is recorded
-// on the device, where reading it would synchronise; the host reads it when it
-// chooses (docs/semantics.md, "Bad indices on the GPU"):
-//   - RunOptions::check_indices (default: the environment's KVINFER_CHECK_INDICES=1)
+// What a GPU kernel found wrong in an index array that lives in device memory. The MLA
+// kernel checks every page id it uses against the pages of the cache and never uses a
+// bad one: a work item that meets one writes its rows as zeros with LSE -inf (a split
+// request's merge zeroes the whole row). The first bad value is recorded on the
+// device, where reading it would synchronise; the host reads it when it chooses
+// (docs/semantics.md, "Bad indices on the GPU"):
+//   - MLARunOptions::check_indices (default: the environment's KVINFER_CHECK_INDICES=1)
 //     makes run() wait for its kernels and throw kvinfer::Error naming the array, the
 //     element and the value;
-//   - a wrapper's status() (and page_ops_status() for the page operations) returns it
-//     at the caller's own synchronisation points, and clears it.
+//   - BatchMLAPagedAttention::status() returns it at the caller's own synchronisation
+//     points, and clears it.
 // The CPU backend throws at the call instead: its status is always ok().
 #pragma once
 
@@ -21,7 +20,7 @@
 namespace kvinfer {
 
 struct IndexStatus {
-  std::string array;         // "kv_indices", "batch_indices", "positions", "kv_indptr"; empty: none
+  std::string array;         // "kv_indices"; empty: none
   std::int64_t index = 0;    // the element of the array
   std::int64_t value = 0;    // what it held
   std::int64_t limit = 0;    // the bound of the rule

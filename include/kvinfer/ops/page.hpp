@@ -5,7 +5,6 @@
 
 #include <cstdint>
 
-#include "kvinfer/core/index_status.hpp"
 #include "kvinfer/core/tensor.hpp"
 #include "kvinfer/layout/mla_cache.hpp"
 #include "kvinfer/layout/paged_kv_cache.hpp"
@@ -30,15 +29,6 @@ void append_paged_mla_kv_cache(const TensorView& append_ckv, const TensorView& a
 // both int32): batch_indices[t] = its request b and positions[t] =
 // seq_lens[b] - append_len[b] + (t - append_indptr[b]), i.e. the appended tokens are
 // the tail of the (already extended) sequence. Outputs are int32 [nnz].
-// The first bad value that a page operation's kernels on `device` met in a
-// device-resident index array (batch_indices, positions, the page table; the token
-// was not appended) since the last call, which this clears; waits for `stream`. One
-// status per device, shared by every page operation of the process; the first page
-// operation on a GPU allocates it (outside a CUDA-graph capture). The CPU throws at
-// the call: always ok() there. KVINFER_CHECK_INDICES=1 checks the contents on the
-// host before each operation instead (a synchronisation).
-IndexStatus page_ops_status(Device device, Stream stream = nullptr);
-
 void get_batch_indices_positions(const TensorView& append_indptr, const TensorView& seq_lens,
                                  const TensorView& batch_indices, const TensorView& positions,
                                  Stream stream = nullptr);

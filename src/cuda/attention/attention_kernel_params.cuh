@@ -7,7 +7,6 @@
 #include <type_traits>
 
 #include "core/attention_params.hpp"
-#include "core/device_status.hpp"
 #include "cuda/common/fast_divmod.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/ptx.cuh"
@@ -56,11 +55,6 @@ struct AttentionKernelParams {
   // (RunOptions::enable_pdl). Its code is the same either way: it reads its plan,
   // then waits for the previous kernel before any tensor of the caller's.
   bool programmatic;
-  // Paged: page ids must be below num_pages (the pages of k and of v); a work item
-  // that meets one that is not records it in status (core/device_status.hpp) and
-  // writes its rows as zeros (tile/bad_item.cuh).
-  std::uint32_t num_pages;
-  detail::DeviceStatus* status;
 #if KVINFER_CUDA_TIMELINE
   std::uint64_t* timeline;  // the decode tiles' warp timeline (warp_timeline.cuh), or null
 #endif

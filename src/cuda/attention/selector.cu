@@ -138,7 +138,6 @@ AttentionKernelParams make_kernel_params(const detail::AttentionParams& p) {
     k.v_stride_head = vs.head;
     k.kv_indices = p.kv_indices.data_as<const std::int32_t>();
     k.page_size = FastDivmod(std::uint32_t(pr.page_size));
-    k.num_pages = std::uint32_t(std::min<std::int64_t>(p.num_pages, std::int64_t(1) << 31));  // ids are int32
   } else {
     const bool nhd = pr.layout == KVLayout::kNHD;
     k.k_stride_token = p.k.stride(nhd ? 0 : 1);
@@ -152,7 +151,6 @@ AttentionKernelParams make_kernel_params(const detail::AttentionParams& p) {
   k.counts = p.counts;
   k.partial_o = p.partial_o;
   k.partial_lse = p.partial_lse;
-  k.status = p.status;
   k.item_warps = p.item_warps;
   k.num_qo_heads = std::int32_t(pr.num_qo_heads);
   k.group_size = std::int32_t(pr.group_size());

@@ -5,14 +5,12 @@
 // 16 bytes) that every pointer and stride allows.
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <utility>
 
 #include "cuda/backend.hpp"
-#include "cuda/common/device_status.cuh"
 #include "cuda/common/fast_divmod.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/ptx.cuh"
@@ -43,11 +41,8 @@ struct ScatterParams {
   const std::int32_t* positions;      // [nnz]
   const std::int32_t* indptr;         // [batch_size + 1] pages
   const std::int32_t* indices;        // [indptr[batch_size]] page ids
-  const std::int32_t* last_page_len;  // [batch_size]
   std::uint32_t indptr_len, indices_len;
-  std::uint32_t num_pages;            // of the cache: page ids must be below it
   FastDivmod page_size;
-  detail::DeviceStatus* status;       // where a bad index is recorded (the token is skipped)
   // Register kernel: 128-byte lines of index arrays to prefetch into L2 at the start,
   // lines [prefetch_end[k-1], prefetch_end[k]) from prefetch_base[k] (launch_scatter).
   const char* prefetch_base[4];
@@ -73,61 +68,15 @@ __device__ __forceinline__ ItemAddr locate_src(const ScatterParams& p, std::uint
   return {part.src + t * part.src_token + h * part.src_head + std::int64_t(c) * vec, t, h, c, second};
 }
 
-// What the page table says of a token's request b: its first entry of the page ids,
-// its pages and its last page's length, loaded together (one latency) and only for a
-// b that names a request.
-struct RequestPages {
-  std::int32_t first = 0, end = 0, last_len = 0;
-};
-template <class Load>
-__device__ __forceinline__ RequestPages request_pages(const ScatterParams& p, std::int32_t b, Load load) {
-  RequestPages r;
-  if (std::uint32_t(b) < p.indptr_len - 1) {
-    r.first = load(p.indptr + b);
-    r.end = load(p.indptr + b + 1);
-    r.last_len = load(p.last_page_len + b);
-  }
-  return r;
-}
-
-// The byte offset of token t's (page, slot) in the cache, or -1 when its batch index,
-// position, request's page range or page id is out of range (the first such value is
-// recorded in the status and the token is not appended): a bad index never becomes an
-// address. What the host's check (KVINFER_CHECK_INDICES) rejects, this skips.
-template <class Load>
-__device__ __forceinline__ std::int64_t token_place(const ScatterParams& p, const ScatterPart& part, std::uint32_t t,
-                                                    std::int32_t b, std::int32_t pos, const RequestPages& r,
-                                                    Load load) {
-  using detail::IndexArray;
-  const std::int64_t pages = std::int64_t(r.end) - r.first;
-  const std::int64_t kv_len = pages > 0 ? (pages - 1) * std::int64_t(p.page_size.divisor) + r.last_len : 0;
-  const std::uint32_t batch_size = p.indptr_len - 1;
-  std::uint32_t slot;
-  const std::uint32_t page_in_request = p.page_size.divmod(std::uint32_t(pos), &slot);
-  const std::int64_t entry = std::int64_t(r.first) + page_in_request;
-  if (std::uint32_t(b) >= batch_size) {
-    record_bad_index(p.status, IndexArray::kBatchIndices, -1, t, b, batch_size);
-  } else if (pos < 0 || pos >= kv_len) {
-    record_bad_index(p.status, IndexArray::kPositions, b, t, pos, kv_len);
-  } else if (r.first < 0 || entry >= std::int64_t(p.indices_len)) {
-    record_bad_index(p.status, IndexArray::kKvIndptr, b, b, r.first, p.indices_len);
-  } else {
-    const std::int32_t page = load(p.indices + entry);
-    if (std::uint32_t(page) < p.num_pages) return page * part.dst_page + std::int64_t(slot) * part.dst_slot;
-    record_bad_index(p.status, IndexArray::kKvIndices, b, entry, page, p.num_pages);
-  }
-  return -1;
-}
-
-__device__ __forceinline__ std::int32_t ld_nc(const std::int32_t* at) { return __ldg(at); }
-
 __device__ __forceinline__ char* locate_dst(const ScatterParams& p, const ItemAddr& a, int vec) {
   const std::int32_t b = __ldg(p.batch_indices + a.t);
-  const std::int32_t pos = __ldg(p.positions + a.t);
+  const std::uint32_t pos = std::uint32_t(__ldg(p.positions + a.t));
+  std::uint32_t slot;
+  const std::uint32_t page_in_request = p.page_size.divmod(pos, &slot);
+  const std::int64_t page = __ldg(p.indices + __ldg(p.indptr + b) + page_in_request);
   const ScatterPart& part = a.second ? p.part[1] : p.part[0];
-  const std::int64_t place = token_place(p, part, a.t, b, pos, request_pages(p, b, ld_nc), ld_nc);
-  if (place < 0) return nullptr;
-  return part.dst + place + a.h * part.dst_head + std::int64_t(a.c) * vec;
+  return part.dst + page * part.dst_page + std::int64_t(slot) * part.dst_slot + a.h * part.dst_head +
+         std::int64_t(a.c) * vec;
 }
 
 // With a cold L2 the index chain costs three HBM latencies; the page table is small,
@@ -242,15 +191,20 @@ __device__ __forceinline__ void scatter_tile(const ScatterParams& p, const Scatt
     }
   }
   __syncwarp();
-  RequestPages pages[kUnroll];
+  std::int32_t first_page[kUnroll] = {};
 #pragma unroll
   for (int j = 0; j < kUnroll; ++j) {
-    if (j == 0 || t[j] != t[j - 1]) pages[j] = request_pages(p, b[j], ld_index);
+    if (j == 0 || t[j] != t[j - 1]) first_page[j] = ld_index(p.indptr + b[j]);
   }
-  std::int64_t row[kUnroll] = {};  // byte offset of the token's (page, slot), -1: not appended
+  std::int64_t row[kUnroll] = {};  // byte offset of the token's (page, slot)
 #pragma unroll
   for (int j = 0; j < kUnroll; ++j) {
-    if (j == 0 || t[j] != t[j - 1]) row[j] = token_place(p, part, t[j], b[j], pos[j], pages[j], ld_index);
+    if (j == 0 || t[j] != t[j - 1]) {
+      std::uint32_t slot;
+      const std::uint32_t page_in_request = p.page_size.divmod(std::uint32_t(pos[j]), &slot);
+      const std::int64_t page = ld_index(p.indices + (std::int64_t(first_page[j]) + page_in_request));
+      row[j] = page * part.dst_page + std::int64_t(slot) * part.dst_slot;
+    }
   }
   const std::uint32_t again = opaque(first);
   std::int64_t token_row = row[0];
@@ -260,7 +214,7 @@ __device__ __forceinline__ void scatter_tile(const ScatterParams& p, const Scatt
     const std::uint32_t i = again + 32 * j;
     std::uint32_t tj;
     const VecOffsets o = vec_offsets(part, i, &tj, kVec);
-    if (i <= last && token_row >= 0) store<kVec>(part.dst + token_row + o.dst, data[j]);
+    if (i <= last) store<kVec>(part.dst + token_row + o.dst, data[j]);
   }
 }
 
@@ -317,7 +271,7 @@ struct PartDesc {
 
 void launch_scatter(std::string_view op, PartDesc* parts, int num_parts, const PageTable& table,
                     const TensorView& batch_indices, const TensorView& positions, std::int64_t page_size,
-                    std::int64_t num_pages, detail::DeviceStatus* status, Stream stream, AppendKernel kernel) {
+                    Stream stream, AppendKernel kernel) {
   std::uint64_t align_bits = 0;
   for (int k = 0; k < num_parts; ++k) {
     PartDesc& d = parts[k];
@@ -369,9 +323,6 @@ void launch_scatter(std::string_view op, PartDesc* parts, int num_parts, const P
   p.positions = positions.data_as<const std::int32_t>();
   p.indptr = table.indptr.data_as<const std::int32_t>();
   p.indices = table.indices.data_as<const std::int32_t>();
-  p.last_page_len = table.last_page_len.data_as<const std::int32_t>();
-  p.num_pages = std::uint32_t(std::min<std::int64_t>(num_pages, std::int64_t(1) << 31));  // ids are int32
-  p.status = status;
   p.page_size = FastDivmod(std::uint32_t(page_size));
 
   p.indptr_len = std::uint32_t(table.indptr.size(0));
@@ -487,7 +438,7 @@ void append_paged_kv_cache_with(const detail::AppendPagedKVParams& p, AppendKern
                         d.stride(nhd ? 2 : 1) * es};
   }
   launch_scatter("append_paged_kv_cache", parts, 2, p.table, p.batch_indices, p.positions, cache.page_size(),
-                 std::min(cache.k.size(0), cache.v.size(0)), p.status, p.stream, kernel);
+                 p.stream, kernel);
 }
 
 void CudaBackend::append_paged_mla_kv_cache(const detail::AppendPagedMLAParams& p) const {
@@ -520,9 +471,7 @@ void CudaBackend::append_paged_mla_kv_cache(const detail::AppendPagedMLAParams& 
                                   0};
   }
   launch_scatter("append_paged_mla_kv_cache", parts, num_parts, p.table, p.batch_indices, p.positions,
-                 cache.page_size(),
-                 cache.kpe.defined() ? std::min(cache.ckv.size(0), cache.kpe.size(0)) : cache.ckv.size(0), p.status,
-                 p.stream, default_append_kernel());
+                 cache.page_size(), p.stream, default_append_kernel());
 }
 
 }  // namespace kvinfer::cuda

@@ -12,7 +12,6 @@
 #include <cmath>
 
 #include "cuda/attention/attention_kernel_params.cuh"
-#include "cuda/attention/tile/bad_item.cuh"
 #include "cuda/attention/tile/key_access.cuh"
 #include "cuda/attention/tile/math.cuh"
 #include "cuda/check.cuh"
@@ -366,7 +365,6 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decod
   merge_streams<kRows, kLanes>(m, d, acc);
   __shared__ float sm_md[kDecodeWarps][kRows][2];  // the warps' row maxima and sums
   finish_decode_item<TO, D, kRows>(p, item, r, m, d, acc, smem, sm_md, rows, warp, lane);
-  discard_bad_item<TO, D, false>(p, item, r, rows, locate.bad());
 }
 
 }  // namespace kvinfer::cuda

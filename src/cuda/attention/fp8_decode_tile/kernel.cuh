@@ -27,7 +27,6 @@
 #include <type_traits>
 #include <utility>
 
-#include "cuda/attention/tile/bad_item.cuh"
 #include "cuda/attention/tile/decode_item_start.cuh"
 #include "cuda/attention/tile/item_keys.cuh"
 #include "cuda/attention/tile/item_warps.cuh"
@@ -144,7 +143,7 @@ __device__ __forceinline__ void copy_fp8_tile(unsigned stage, const KeyLocator& 
     std::uint32_t slot0;
     locate.page_size.divmod(std::uint32_t(key0), &slot0);
     if (slot0 + kKeys <= locate.page_size.divisor) {
-      const KeySlot first{ahead.tile_page(locate), std::int64_t(slot0)};
+      const KeySlot first{ahead.tile_page(), std::int64_t(slot0)};
       const int r0 = lane / kUnitsPerRow;
       const char* k_src = k_row(first) + r0 * k_row.stride_token + unit * kUnit;
       const char* v_src = v_row(first) + r0 * v_row.stride_token + unit * kUnit;
@@ -546,7 +545,6 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
   timeline.tile(num_tiles, num_tiles);
   finish_fp8_item<TO, D, kItemWarps>(p, item, start.r, o, row_max, row_sum, sc, rows, group, smem_cta, smem,
                                      g, t4);
-  discard_bad_item<TO, D, !kItemWarps>(p, item, start.r, rows, start.locate.bad());
 }
 
 template <class TQ, class TKV, class TO, int D, bool kItemWarps_ = false>

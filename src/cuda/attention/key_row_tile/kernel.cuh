@@ -20,7 +20,6 @@
 #include <type_traits>
 
 #include "cuda/attention/attention_kernel_params.cuh"
-#include "cuda/attention/tile/bad_item.cuh"
 #include "cuda/attention/tile/decode_item_start.cuh"
 #include "cuda/attention/tile/item_keys.cuh"
 #include "cuda/attention/tile/item_warps.cuh"
@@ -63,7 +62,7 @@ struct KqStages {
   using L = DecodeKqTile<D>;
   using Start = DecodeItemStart<L::kKeys, kItemWarps>;
   unsigned char* smem;
-  const KeyLocator& locate;  // the item's: its bad-page flag is the item's
+  KeyLocator locate;
   KeyRow k_row, v_row;
   int key_begin, key_end, step, num_tiles;
   __device__ __forceinline__ void load(int t, PagesAhead<L::kKeys>& ahead) const {
@@ -347,7 +346,6 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32)
   timeline.tile(num_tiles, num_tiles);
   finish_kq_item<TO, D, kItemWarps>(p, item, start.r, o, row_max, row_sum, rows, group, smem_cta, smem, lane,
                                     g, t4);
-  discard_bad_item<TO, D, !kItemWarps>(p, item, start.r, rows, start.locate.bad());
 }
 
 // Launch, occupancy and item warps of the tile (dynamic shared memory above 48 KiB

@@ -20,7 +20,6 @@
 #include <cmath>
 
 #include "cuda/attention/attention_kernel_params.cuh"
-#include "cuda/attention/tile/bad_item.cuh"
 #include "cuda/attention/tile/item_warps.cuh"
 #include "cuda/attention/tile/key_access.cuh"
 #include "cuda/attention/tile/math.cuh"
@@ -118,7 +117,7 @@ struct TileStages {
   using S = PrefillShape<DQK, DVO, kWarps, kMmaM>;
   using L = PrefillSmem<TKV, DQK, DVO, kWarps, kMmaM>;
   unsigned char* smem;
-  const KeyLocator& locate;  // the kernel's: its bad-page flag is the item's
+  KeyLocator locate;
   KeyRow k_row, v_row;
   int key_begin, key_end, step;
   __device__ __forceinline__ void load(int t, const PagesAhead<S::kKeys>* pages) const {
@@ -300,7 +299,6 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
   }
   finish_item<TO, DQK, DVO, TKV, kWarps, kMmaM, kItemWarps>(p, item, r, o, row_max, row_sum, logits.sc, rows,
                                                             num_tiles, smem_cta, smem, warp, lane);
-  discard_bad_item<TO, DVO, kOneWarp && !kItemWarps>(p, item, r, rows, locate.bad());
 }
 
 template <class TQ, class TKV, class TO, int DQK, int DVO, int kWarps, int kMmaM, bool kGeneral,

@@ -6,7 +6,6 @@
 #include <cstdint>
 
 #include "cuda/attention/attention_kernel_params.cuh"
-#include "cuda/common/device_status.cuh"
 #include "cuda/common/fast_divmod.cuh"
 
 namespace kvinfer::cuda {
@@ -17,34 +16,25 @@ struct KeySlot {
   std::int64_t page;
   std::int64_t slot;
 };
-// Every page id it uses is checked against the cache's pages (checked_page): a bad
-// one is clamped and remembered in `seen`, which the kernel hands to discard_bad_item
-// (tile/bad_item.cuh) after its epilogue. The record is the locator's own, so a kernel
-// passes its one locator by reference to whatever looks up pages.
 struct KeyLocator {
   const std::int32_t* pages;  // null: ragged
   FastDivmod page_size;
-  std::uint32_t num_pages;         // paged: ids must be below it
-  mutable std::uint32_t seen = 0;  // the largest page id this thread used (checked_page)
-  __device__ __forceinline__ std::int32_t checked(std::int32_t id) const { return checked_page(id, num_pages, seen); }
-  __device__ __forceinline__ bool bad() const { return bad_page_seen(seen, num_pages); }
   __device__ __forceinline__ KeySlot operator()(std::int32_t j) const {
     if (pages == nullptr) return {0, j};
     std::uint32_t slot;
     const std::uint32_t page_slot = page_size.divmod(std::uint32_t(j), &slot);
-    return {checked(__ldg(pages + page_slot)), std::int64_t(slot)};
+    return {__ldg(pages + page_slot), std::int64_t(slot)};
   }
-  // The page holding key row j (paged only), unchecked: the load of operator(), for a
-  // caller that issues it ahead of the copies that need it and checks it there (on_page,
-  // PagesAhead::tile_page), so that the check does not wait for the load.
+  // The page holding key row j (paged only): the load of operator(), for a caller
+  // that issues it ahead of the copies that need it.
   __device__ __forceinline__ std::int32_t page_of(std::int32_t j) const {
     return __ldg(pages + page_size.div(std::uint32_t(j)));
   }
-  // Key row j on its page, looked up before with page_of (checked here).
+  // Key row j on its page, looked up before with page_of.
   __device__ __forceinline__ KeySlot on_page(std::int32_t j, std::int32_t page) const {
     std::uint32_t slot;
     page_size.divmod(std::uint32_t(j), &slot);
-    return {checked(page), std::int64_t(slot)};
+    return {page, std::int64_t(slot)};
   }
 };
 
@@ -106,9 +96,9 @@ struct PagesAhead {
   __device__ __forceinline__ KeySlot slot(const KeyLocator& locate, int key, int row) const {
     return locate.on_page(key, __shfl_sync(0xffffffffu, lane_page, row));
   }
-  // The page of the tile last fetched, where its rows lie on one page (checked).
-  __device__ __forceinline__ std::int32_t tile_page(const KeyLocator& locate) const {
-    return locate.checked(__shfl_sync(0xffffffffu, lane_page, window_key0 >= 0 ? in_window : 0));
+  // The page of the tile last fetched, where its rows lie on one page.
+  __device__ __forceinline__ std::int32_t tile_page() const {
+    return __shfl_sync(0xffffffffu, lane_page, window_key0 >= 0 ? in_window : 0);
   }
 };
 
@@ -124,7 +114,7 @@ struct KeyRow {
 // The item's key locator: its request's page ids (paged; kv_base is the request's first
 // entry of kv_indices) or none (ragged).
 __device__ __forceinline__ KeyLocator item_locator(const AttentionKernelParams& p, const detail::WorkItem& item) {
-  return {p.kv_indices ? p.kv_indices + item.kv_base : nullptr, p.page_size, p.num_pages};
+  return {p.kv_indices ? p.kv_indices + item.kv_base : nullptr, p.page_size};
 }
 
 // The rows of the item's KV head in K and in V: the paged cache's, addressed by

@@ -57,7 +57,7 @@ __device__ __forceinline__ void copy_key_rows(unsigned char* tile, unsigned char
     std::uint32_t slot0;
     locate.page_size.divmod(std::uint32_t(key0), &slot0);
     if (slot0 + kKeys <= locate.page_size.divisor) {
-      const KeySlot first{ahead->tile_page(locate), std::int64_t(slot0)};
+      const KeySlot first{ahead->tile_page(), std::int64_t(slot0)};
       const int r0 = tile_thread<kItemWarps>() / kUnits, c = tile_thread<kItemWarps>() % kUnits;
       constexpr int kRowsPerStep = kThreads / kUnits;
       const char* k_src = key_row(first) + r0 * key_row.stride_token + c * kUnitBytes;

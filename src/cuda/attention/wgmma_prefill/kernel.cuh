@@ -25,7 +25,6 @@
 #include <cstdint>
 
 #include "cuda/attention/attention_kernel_params.cuh"
-#include "cuda/attention/tile/bad_item.cuh"
 #include "cuda/attention/tile/item_keys.cuh"
 #include "cuda/attention/tile/kv_copy.cuh"
 #include "cuda/attention/tile/online_softmax.cuh"
@@ -272,7 +271,6 @@ __global__ void __launch_bounds__(HopperPrefillShape<D>::kThreads, HopperPrefill
   for (int t = 0; t + 1 < num_tiles; ++t) key_tile<true>(mainloop, t);
   if (num_tiles > 0) key_tile<false>(mainloop, num_tiles - 1);
   finish_hopper_item<TO, D>(p, item, r, o, row_max, row_sum, softmax.sc, rows, num_tiles, smem.ptr + S::q);
-  if constexpr (kPaged) discard_bad_item<TO, D, false>(p, item, r, rows, bad_page_seen(stages.seen, p.num_pages));
 #endif
 }
 

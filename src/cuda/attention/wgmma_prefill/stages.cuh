@@ -8,7 +8,6 @@
 
 #include "cuda/attention/attention_kernel_params.cuh"
 #include "cuda/attention/tile/item_keys.cuh"
-#include "cuda/common/device_status.cuh"
 #include "cuda/common/ptx.cuh"
 
 namespace kvinfer::cuda {
@@ -78,7 +77,6 @@ struct HopperKvStages {
   const char *k_base, *v_base;
   std::int32_t k_page_bytes, k_token_bytes, v_page_bytes, v_token_bytes;
   HopperRowPlace k_page{0, 0}, v_page{0, 0};  // paged: places of the next K and V copies
-  mutable std::uint32_t seen = 0;  // the largest page id this thread used (checked_page)
 
   __device__ __forceinline__ HopperKvStages(const AttentionKernelParams& p_, const detail::WorkItem& item,
                                             const detail::RequestInfo& r, const ItemKeys& keys,
@@ -104,7 +102,7 @@ struct HopperKvStages {
       const int key = min(key_begin + t * S::kKeys + key_row, key_end - 1);  // past the end: any valid row
       std::uint32_t slot;
       const std::uint32_t page_index = p.page_size.divmod(std::uint32_t(key), &slot);
-      return {__ldg(pages + page_index), std::int32_t(slot)};  // checked where used (copy_row)
+      return {__ldg(pages + page_index), std::int32_t(slot)};
     } else {
       return {0, 0};
     }
@@ -115,7 +113,7 @@ struct HopperKvStages {
     const bool ok = key < key_end;
     const char* src;
     if constexpr (kPaged) {
-      src = base + std::int64_t(checked_page(place.page, p.num_pages, seen)) * page_bytes + place.slot * token_bytes;
+      src = base + std::int64_t(place.page) * page_bytes + place.slot * token_bytes;
     } else {
       src = base + std::int64_t(ok ? key : key_begin) * token_bytes;
     }
