@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # The one command of the GPU machine: configure + build the `default` instance preset
 # with all cores, run the GPU tests (ctest -L gpu; fails if none ran), run
-# compute-sanitizer (memcheck, racecheck) on the GPU test binaries, run every
+# compute-sanitizer (memcheck, racecheck, synccheck, initcheck) on the GPU test binaries, run every
 # benchmark, and write into OUTDIR (at most 8 files: the device tool returns no more):
 #   summary.md    short markdown table of everything below
 #   results.json  test counts, sanitizer results, every benchmark's JSON
@@ -13,7 +13,8 @@
 # benchmark that needs other arguments or more time gets one line in bench_args /
 # bench_timeout below. Environment: KVINFER_BUILD_DIR (build-gpu), KVINFER_CMAKE_ARGS
 # (extra configure arguments), KVINFER_SANITIZER_SHARDS (gtest shards per tool, all run
-# at once: 3), KVINFER_SANITIZER_TIMEOUT (300 s per shard), KVINFER_SANITIZER_FILTER (a
+# at once: 3), KVINFER_SANITIZER_TOOLS (memcheck racecheck synccheck initcheck),
+# KVINFER_SANITIZER_TIMEOUT (300 s per shard), KVINFER_SANITIZER_FILTER (a
 # --gtest_filter for the runs under the sanitizer; every GPU test by default),
 # KVINFER_BENCH_SKIP (space-separated benchmark names not to run),
 # KVINFER_GPU_CHECK_SKIP (space-separated steps to skip:
@@ -121,11 +122,12 @@ if [[ $skip != *" sanitizer "* ]]; then
     # took 96 s on the H200 machine's 16 cores with 3 shards each, all six at once.
     bin="$build/tests/kvinfer_test_cuda"
     shards=${KVINFER_SANITIZER_SHARDS:-3}
+    read -ra tools <<<"${KVINFER_SANITIZER_TOOLS:-memcheck racecheck synccheck initcheck}"
     if [[ -x $bin ]]; then
       start=$SECONDS
-      note "compute-sanitizer memcheck + racecheck on $(basename "$bin"), $shards shards each"
+      note "compute-sanitizer ${tools[*]} on $(basename "$bin"), $shards shards each"
       declare -A pids=()
-      for tool in memcheck racecheck; do
+      for tool in "${tools[@]}"; do
         for ((i = 0; i < shards; ++i)); do
           GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i timeout "${KVINFER_SANITIZER_TIMEOUT:-300}" "$sanitizer" \
             --tool "$tool" --error-exitcode 86 "$bin" --gtest_brief=1 --gtest_filter="${KVINFER_SANITIZER_FILTER:-*}" \
@@ -133,7 +135,7 @@ if [[ $skip != *" sanitizer "* ]]; then
           pids[$tool-$i]=$!
         done
       done
-      for tool in memcheck racecheck; do
+      for tool in "${tools[@]}"; do
         errors=0 passed=0 rcs=""
         for ((i = 0; i < shards; ++i)); do
           wait "${pids[$tool-$i]}"
@@ -141,7 +143,8 @@ if [[ $skip != *" sanitizer "* ]]; then
           rcs+="${rcs:+ }$rc"
           log="$work/sanitizer-$tool-$i.log"
           cat "$log" >>"$out/sanitizer.log"
-          # memcheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: ... (N errors, M warnings)".
+          # memcheck, synccheck, initcheck: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK
+          # SUMMARY: ... (N errors, M warnings)".
           e=$(grep -Eo "ERROR SUMMARY: [0-9]+ error|\([0-9]+ errors" "$log" | head -1 | grep -Eo "[0-9]+" || true)
           p=$(grep -Eo "PASSED  \] [0-9]+" "$log" | grep -Eo "[0-9]+$" || true)
           passed=$((passed + ${p:-0}))

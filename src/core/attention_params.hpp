@@ -25,6 +25,10 @@ struct AttentionProblem {
   std::int64_t nnz_q = 0;
   std::int64_t nnz_kv = 0;      // ragged: key rows; paged: entries of kv_indices used
   std::int32_t max_qo_len = 0;  // query rows of the longest request
+  // A fixed or disabled split in a wrapper whose query rows per request are not fixed:
+  // the kernel is chosen as for long queries whatever this batch's lengths, so that
+  // the arithmetic a request sees does not depend on the rest of the batch.
+  bool length_free_kernel = false;
   std::int64_t num_qo_heads = 0;
   std::int64_t num_kv_heads = 0;
   std::int64_t head_dim_qk = 0;

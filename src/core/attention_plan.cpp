@@ -11,6 +11,7 @@
 
 #include "backend/backend.hpp"
 #include "core/check.hpp"
+#include "core/device_status_host.hpp"
 #include "core/plan_checks.hpp"
 #include "kvinfer/ops/packbits.hpp"
 
@@ -114,6 +115,8 @@ AttentionProblem AttentionPlan::check_problem(const PlanRequest& req) const {
 
   std::int64_t max_kv_len = 0;
   for (const std::int32_t len : req.kv_lens) max_kv_len = std::max<std::int64_t>(max_kv_len, len);
+  pr.length_free_kernel =
+      req.max_qo_len < 0 && (req.split.disable_split_kv || req.split.fixed_split_size > 0);
   if (capacity_) {
     // The lengths are checked against the capacity by make_schedule. Kernels are
     // chosen for the capacity's longest request, not this batch's: every re-plan
@@ -345,12 +348,14 @@ void AttentionPlan::check_run(std::string_view op, const TensorView& q, const Te
     check_last_dim_contiguous(op, n, *t);
   }
 
-  // Page ids are read by run(): checked on the CPU always, on a GPU in checked mode,
-  // against the pages of both k and v (a pair of views need not have as many).
+  // Page ids are read by run(): checked on the CPU always, on a GPU in the checked mode
+  // (RunOptions::check_indices, a copy to the host), against the pages of both k and v
+  // (a pair of views need not have as many).
   if (pr.storage == KVStorage::kPaged) {
     const bool v_shorter = v.size(0) < k.size(0);
     check_page_ids(op, kv_indices_, pr.nnz_kv, v_shorter ? v.size(0) : k.size(0),
-                   v_shorter ? "pages in paged_kv_cache.v" : "pages in paged_kv_cache.k");
+                   v_shorter ? "pages in paged_kv_cache.v" : "pages in paged_kv_cache.k",
+                   checked_run(options.check_indices));
   }
 }
 

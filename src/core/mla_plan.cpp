@@ -12,6 +12,7 @@
 
 #include "backend/backend.hpp"
 #include "core/check.hpp"
+#include "core/device_status_host.hpp"
 #include "core/plan_checks.hpp"
 
 namespace kvinfer::detail {
@@ -231,7 +232,14 @@ void MLAPlan::check_run(const TensorView& q_nope, const TensorView& q_pe, const 
             "must be absent when head_dim_kpe is 0 (MLACache::combined of a [pages, page_size, 512] tensor)");
   }
 
-  check_page_ids(kOp, kv_indices_, pr.nnz_kv, cache.num_pages());
+  // On a GPU the kernels check the page ids (the device status).
+  if (device_.is_cpu()) {
+    check_page_ids(kOp, kv_indices_, pr.nnz_kv, cache.num_pages(), "pages in the cache", false);
+  } else if (pr.nnz_kv > 0) {  // the kernels substitute page 0 for a bad id: it must exist
+    const std::int64_t pages = pr.head_dim_kpe > 0 ? std::min(cache.num_pages(), cache.kpe.size(0)) : cache.num_pages();
+    require_v(pages > 0, kOp, "ckv_cache.shape[0]", 0,
+              later("the cache has no pages, but the plan reads {} page ids", pr.nnz_kv));
+  }
 }
 
 void MLAPlan::run(const TensorView& q_nope, const TensorView& q_pe, const MLACache& cache,
@@ -249,13 +257,21 @@ void MLAPlan::run(const TensorView& q_nope, const TensorView& q_pe, const MLACac
   p.ckv = cache.ckv;
   p.kpe = cache.kpe;
   p.kv_indices = kv_indices_;
-  bind_schedule(p, workspace_.view(schedule_.layout), schedule_);
+  const ScheduleView sv = workspace_.view(schedule_.layout);
+  bind_schedule(p, sv, schedule_);
+  p.status = sv.status;
   p.kernel = kernel_;
   p.q_tile_rows = schedule_.q_tile_rows;
   p.max_chunks = schedule_.max_chunks;
   p.fixed_split = schedule_.fixed_split;
   p.stream = options.stream;
   backend_->run_mla(p);
+  if (checked_run(options.check_indices)) take_status(device_, p.status, options.stream).throw_if_bad(kOp);
+}
+
+IndexStatus MLAPlan::status(Stream stream) const {
+  if (!planned_) return {};
+  return take_status(device_, workspace_.view(schedule_.layout).status, stream);
 }
 
 }  // namespace kvinfer::detail
@@ -281,6 +297,9 @@ void BatchMLAPagedAttention::reset_workspace_buffer(const TensorView& float_work
 void BatchMLAPagedAttention::run(const TensorView& q_nope, const TensorView& q_pe, const MLACache& cache,
                                  const TensorView& out, const MLARunOptions& options) const {
   impl_->run(q_nope, q_pe, cache, out, options);
+}
+IndexStatus BatchMLAPagedAttention::status(Stream stream) {
+  return impl_->status(stream);
 }
 
 }  // namespace kvinfer

@@ -32,6 +32,8 @@ class MLAPlan {
   void reset_workspace_buffer(const TensorView& float_buffer, const TensorView& int_buffer);
   void run(const TensorView& q_nope, const TensorView& q_pe, const MLACache& cache, const TensorView& out,
            const MLARunOptions& options) const;
+  // The first bad page id the kernels met since the last plan() or status(); clears it.
+  IndexStatus status(Stream stream) const;
 
  private:
   // The plan arguments after validation.

@@ -61,13 +61,13 @@ std::vector<std::int32_t> host_lengths(std::string_view op, std::string_view nam
 }
 
 void check_page_ids(std::string_view op, const TensorView& kv_indices, std::int64_t nnz,
-                    std::int64_t num_pages, std::string_view pages_of) {
+                    std::int64_t num_pages, std::string_view pages_of, bool on_device) {
   if (nnz <= 0) return;
   std::vector<std::int32_t> copied;
   const std::int32_t* ids = nullptr;
   if (kv_indices.device().is_cpu()) {
     ids = kv_indices.data_as<const std::int32_t>();
-  } else if (check_indices_enabled()) {
+  } else if (on_device) {
     copied.resize(std::size_t(nnz));
     copy(TensorView(copied.data(), DType::kI32, {nnz}), kv_indices.slice(0, 0, nnz));
     ids = copied.data();

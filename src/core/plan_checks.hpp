@@ -42,10 +42,10 @@ std::vector<std::int32_t> host_lengths(std::string_view op, std::string_view nam
 void check_host_index_array(std::string_view op, std::string_view name, const TensorView& t,
                             std::int64_t length);
 
-// Page ids kv_indices[0, nnz) in [0, num_pages). On the CPU always; on a GPU only in
-// checked mode (KVINFER_CHECK_INDICES=1), since reading them synchronises (SPEC §5).
-// `pages_of` names what num_pages counts, for the message.
+// Page ids kv_indices[0, nnz) in [0, num_pages). On the CPU always; on a GPU only when
+// `on_device` (the checked mode, RunOptions::check_indices), since reading them
+// synchronises (SPEC §5). `pages_of` names what num_pages counts, for the message.
 void check_page_ids(std::string_view op, const TensorView& kv_indices, std::int64_t nnz,
-                    std::int64_t num_pages, std::string_view pages_of = "pages in the cache");
+                    std::int64_t num_pages, std::string_view pages_of, bool on_device);
 
 }  // namespace kvinfer::detail

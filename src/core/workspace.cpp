@@ -45,6 +45,8 @@ void write_schedule(const Schedule& s, std::int64_t batch_size, std::int64_t nnz
   const std::int32_t counts[4] = {std::int32_t(s.items.size()), std::int32_t(s.merge_tokens.size()),
                                   std::int32_t(batch_size), std::int32_t(nnz_q)};
   std::memcpy(dst + l.counts, counts, sizeof(counts));
+  const DeviceStatus clear{};
+  std::memcpy(dst + l.status, &clear, sizeof(clear));
 }
 
 }  // namespace
@@ -123,7 +125,8 @@ ScheduleView PlanWorkspace::view(const WorkspaceLayout& l) const {
           reinterpret_cast<const MergeToken*>(ws + l.merge_tokens),
           reinterpret_cast<const std::int32_t*>(ws + l.counts),
           reinterpret_cast<float*>(fws + l.partial_o),
-          reinterpret_cast<float*>(fws + l.partial_lse)};
+          reinterpret_cast<float*>(fws + l.partial_lse),
+          reinterpret_cast<DeviceStatus*>(const_cast<std::uint8_t*>(ws) + l.status)};
 }
 
 }  // namespace kvinfer::detail

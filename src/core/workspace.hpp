@@ -10,6 +10,7 @@
 
 #include <string_view>
 
+#include "core/device_status.hpp"
 #include "kvinfer/core/tensor.hpp"
 #include "plan/schedule.hpp"
 
@@ -23,6 +24,7 @@ struct ScheduleView {
   const std::int32_t* counts = nullptr;  // num_items, num_merge_tokens, batch_size, nnz_q
   float* partial_o = nullptr;
   float* partial_lse = nullptr;
+  DeviceStatus* status = nullptr;  // in the int buffer: the plan's, so each wrapper has its own
 };
 
 // Copies a schedule's device pointers and grid sizes into the params of a backend

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "kvinfer/core/error.hpp"
 
 namespace kvinfer::detail {
@@ -25,9 +27,18 @@ int find(const AttentionKernelCaps& caps, KernelFamily family, const AttentionPr
   return -1;
 }
 
+// The query rows per request the kernel is chosen for: the longest request's, or, for a
+// batch-invariant plan (length_free_kernel), as many as make every choice below that
+// of long prefill, whatever the batch holds: a request's kernel and tile then never
+// depend on the other requests (docs/semantics.md, "Batch invariance").
+std::int64_t kernel_qo_len(const AttentionProblem& pr) {
+  constexpr std::int64_t kLongQuery = 128;  // 128 packed rows at group 1: a 128-row tile
+  return pr.length_free_kernel ? std::max<std::int64_t>(pr.max_qo_len, kLongQuery) : pr.max_qo_len;
+}
+
 // The CUDA-core decode kernel runs problems whose requests have one query row each.
 bool is_decode_problem(const AttentionProblem& pr) {
-  return pr.max_qo_len <= 1 && pr.mask_mode != MaskMode::kCustom && pr.head_dim_qk == pr.head_dim_vo;
+  return kernel_qo_len(pr) <= 1 && pr.mask_mode != MaskMode::kCustom && pr.head_dim_qk == pr.head_dim_vo;
 }
 
 // The CUDA-core decode kernel's rows per item: a GQA group's rows of one token, up to 8.
@@ -63,10 +74,10 @@ bool tensor_core_decode(const AttentionProblem& pr) {
 // 128-row tiles halve the K/V traffic per query row; 64 rows waste less on short requests.
 int tile_rows(const AttentionProblem& pr) {
   if (general_logits(pr)) return 64;
-  if (tensor_core_decode(pr) && std::int64_t(pr.max_qo_len) * pr.group_size() <= kDecodeTileRows) {
+  if (tensor_core_decode(pr) && kernel_qo_len(pr) * pr.group_size() <= kDecodeTileRows) {
     return kDecodeTileRows;  // a few tokens per request (speculative verification): memory-bound like decode
   }
-  return std::int64_t(pr.max_qo_len) * pr.group_size() <= 64 ? 64 : 128;
+  return kernel_qo_len(pr) * pr.group_size() <= 64 ? 64 : 128;
 }
 
 // Prefill on 128-row tiles takes the Hopper mainloop where an instance of it is

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/check.hpp"
+#include "core/device_status.hpp"
 
 namespace kvinfer::detail {
 namespace {
@@ -337,6 +338,8 @@ void lay_out_workspace(const ScheduleInput& in, Schedule& s) {
   off = align_up(off + std::size_t(s.max_merge_tokens) * sizeof(MergeToken));
   l.counts = off;
   off = align_up(off + 4 * sizeof(std::int32_t));
+  l.status = off;
+  off = align_up(off + sizeof(DeviceStatus));
   l.int_bytes = off;
   l.partial_o = 0;
   // Partial rows <= 2^28 (items x tile rows), heads <= 2^16, dims <= 2^9: checked

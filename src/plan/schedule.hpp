@@ -100,6 +100,7 @@ struct WorkspaceLayout {
   std::size_t items = 0;         // WorkItem[max_items]
   std::size_t merge_tokens = 0;  // MergeToken[max_merge_tokens]
   std::size_t counts = 0;        // int32[4]: num_items, num_merge_tokens, batch_size, nnz_q
+  std::size_t status = 0;        // DeviceStatus: zeroed by each upload (core/device_status.hpp)
   std::size_t int_bytes = 0;
   std::size_t partial_o = 0;    // float[max_partial_rows, Hq, Dvo]
   std::size_t partial_lse = 0;  // float[max_partial_rows, Hq]

@@ -133,6 +133,36 @@ TEST(AttentionSelector, PrefillTilesByLengthAndDevice) {
              split_dims);
 }
 
+// A batch-invariant plan (fixed or no split in a prefill wrapper) takes the kernel of
+// long queries whatever the batch's lengths: one query row alone and beside long
+// prompts run the same tile.
+TEST(AttentionSelector, LengthFreePlansChooseByConfigurationAlone) {
+  for (DType kv : {DType::kBF16, DType::kE4M3}) {
+    for (std::int64_t group : {1, 2, 4, 8}) {
+      for (const bool alibi : {false, true}) {
+        AttentionProblem longest = problem(DType::kBF16, kv, group, 128, 4096);
+        if (alibi) longest.pos_encoding = PosEncoding::kAlibi;
+        longest.length_free_kernel = true;
+        const AttentionSelection reference = select_attention_kernel(longest, kH200);
+        for (std::int32_t qo : {0, 1, 3, 16, 200}) {
+          AttentionProblem pr = longest;
+          pr.max_qo_len = qo;
+          const AttentionSelection s = select_attention_kernel(pr, kH200);
+          EXPECT_EQ(s.run.family, reference.run.family) << "group " << group << " qo " << qo;
+          EXPECT_EQ(s.run.launch_rows, reference.run.launch_rows) << "group " << group << " qo " << qo;
+          EXPECT_EQ(s.run.variant, reference.run.variant);
+          EXPECT_EQ(s.plan.launch_rows, reference.plan.launch_rows);
+          // Without the flag, one row per request is decode.
+          pr.length_free_kernel = false;
+          if (qo == 1)
+            EXPECT_NE(select_attention_kernel(pr, kH200).run.launch_rows, reference.run.launch_rows)
+                << "group " << group;
+        }
+      }
+    }
+  }
+}
+
 TEST(AttentionSelector, AskedForHopperWhereItCannotRunIsAnError) {
   AttentionProblem pr = problem(DType::kBF16, DType::kBF16, 1, 128, 4096);
   pr.backend = PrefillBackend::kHopper;

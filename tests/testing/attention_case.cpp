@@ -212,7 +212,7 @@ Built build(const AttentionCase& c, Device device, std::mt19937_64& rng) {
 // `args` (the problem's arrays) with what every plan takes from the case: heads, head
 // dims (and page size), options, the custom mask (prefill), dtypes and split.
 template <class Args>
-Args with_case_fields(const AttentionCase& c, const Built& b, Args args) {
+Args with_case_fields(const AttentionCase& c, const TensorView& mask, Args args) {
   args.num_qo_heads = c.num_qo_heads;
   args.num_kv_heads = c.num_kv_heads;
   if constexpr (requires { args.head_dim_qk; }) {  // ragged
@@ -223,7 +223,7 @@ Args with_case_fields(const AttentionCase& c, const Built& b, Args args) {
     args.page_size = c.page_size;
   }
   args.options = c.options;
-  if constexpr (requires { args.custom_mask; }) args.custom_mask = b.mask.device;
+  if constexpr (requires { args.custom_mask; }) args.custom_mask = mask;
   args.q_dtype = c.q_dtype;
   args.kv_dtype = c.kv_dtype;
   args.o_dtype = c.o_dtype;
@@ -231,35 +231,94 @@ Args with_case_fields(const AttentionCase& c, const Built& b, Args args) {
   return args;
 }
 
-void run_wrapper(const AttentionCase& c, Device device, Built& b) {
-  const auto batch = std::int64_t(c.qo_lens.size());
-  const Tensor qo_indptr = int32_tensor(b.qo_indptr), kv_indptr = int32_tensor(b.kv_indptr);
-  RunOptions run{.lse = b.lse.device, .k_scale = c.k_scale, .v_scale = c.v_scale};
+// What one wrapper call reads and writes: views of a Built's buffers (on the run's
+// device) and the host lengths of the requests it runs.
+struct CallViews {
+  std::vector<std::int32_t> qo_indptr, kv_indptr;  // paged: kv_indptr in pages (PageTable's)
+  TensorView q, out, lse, k, v, mask;
   PageTable table;
+  PagedKVCache cache;
+};
+
+CallViews whole_batch(const AttentionCase& c, Device device, const Built& b) {
+  CallViews v{b.qo_indptr, b.kv_indptr, b.q.device, b.out.device, b.lse.device, b.k.device, b.v.device,
+              b.mask.device, {}, b.cache_device};
   if (c.wrapper != Wrapper::kRaggedPrefill) {
-    table = b.table.view();
-    if (!device.is_cpu()) table.indices = b.indices_device;
+    v.kv_indptr = to_vector_i32(b.table.indptr);
+    v.table = b.table.view();
+    if (!device.is_cpu()) v.table.indices = b.indices_device;
   }
+  return v;
+}
+
+// Requests [first, last) of the batch as a batch of their own: the same inputs, sliced.
+CallViews some_requests(const AttentionCase& c, Device device, const Built& b, std::int64_t first,
+                        std::int64_t last) {
+  CallViews v = whole_batch(c, device, b);
+  const auto rebase = [&](const std::vector<std::int32_t>& indptr) {
+    std::vector<std::int32_t> out;
+    for (std::int64_t i = first; i <= last; ++i) out.push_back(indptr[std::size_t(i)] - indptr[std::size_t(first)]);
+    return out;
+  };
+  const std::int64_t q0 = b.qo_indptr[std::size_t(first)], q1 = b.qo_indptr[std::size_t(last)];
+  v.qo_indptr = rebase(b.qo_indptr);
+  v.q = v.q.slice(0, q0, q1);
+  v.out = v.out.slice(0, q0, q1);
+  if (v.lse.defined()) v.lse = v.lse.slice(0, q0, q1);
+  if (c.wrapper == Wrapper::kRaggedPrefill) {
+    const int dim = c.layout == KVLayout::kNHD ? 0 : 1;
+    const std::int64_t k0 = b.kv_indptr[std::size_t(first)], k1 = b.kv_indptr[std::size_t(last)];
+    v.kv_indptr = rebase(b.kv_indptr);
+    v.k = v.k.slice(dim, k0, k1);
+    v.v = v.v.slice(dim, k0, k1);
+  } else {
+    const std::vector<std::int32_t> pages = to_vector_i32(b.table.indptr);
+    v.kv_indptr = rebase(pages);
+    v.table.indptr = TensorView();  // set by run_wrapper from kv_indptr
+    v.table.indices = v.table.indices.slice(0, pages[std::size_t(first)], pages[std::size_t(last)]);
+    v.table.last_page_len = v.table.last_page_len.slice(0, first, last);
+  }
+  if (v.mask.defined()) {  // each request's mask on its own (packed: whole bytes each)
+    std::int64_t m0 = 0, m1 = 0;
+    for (std::int64_t r = 0; r < last; ++r) {
+      const std::int64_t n = std::int64_t(c.qo_lens[std::size_t(r)]) * c.kv_lens[std::size_t(r)];
+      const std::int64_t len = c.packed_mask ? (n + 7) / 8 : n;
+      if (r < first) m0 += len;
+      m1 += len;
+    }
+    v.mask = v.mask.slice(0, m0, m1);
+  }
+  return v;
+}
+
+void run_call(const AttentionCase& c, Device device, const CallViews& in) {
+  const Tensor qo_indptr = int32_tensor(in.qo_indptr), kv_indptr = int32_tensor(in.kv_indptr);
+  RunOptions run{.lse = in.lse, .k_scale = c.k_scale, .v_scale = c.v_scale};
+  PageTable table = in.table;
+  if (c.wrapper != Wrapper::kRaggedPrefill) table.indptr = kv_indptr;
   // The wrapper planned with the case's fields over `args` (its arrays), then run on
   // q, `kv` (the cache, or k and v) and out.
   const auto plan_and_run = [&](auto&& w, const auto& args, const auto&... kv) {
-    w.plan(with_case_fields(c, b, args));
-    w.run(b.q.device, kv..., b.out.device, run);
+    w.plan(with_case_fields(c, in.mask, args));
+    w.run(in.q, kv..., in.out, run);
   };
   switch (c.wrapper) {
     case Wrapper::kRaggedPrefill:
       plan_and_run(BatchPrefillWithRaggedKVCache(device, c.layout),
-                   RaggedPrefillPlanArgs{.qo_indptr = qo_indptr, .kv_indptr = kv_indptr}, b.k.device, b.v.device);
+                   RaggedPrefillPlanArgs{.qo_indptr = qo_indptr, .kv_indptr = kv_indptr}, in.k, in.v);
       break;
     case Wrapper::kPagedPrefill:
       plan_and_run(BatchPrefillWithPagedKVCache(device, c.layout),
-                   PagedPrefillPlanArgs{.qo_indptr = qo_indptr, .page_table = table}, b.cache_device);
+                   PagedPrefillPlanArgs{.qo_indptr = qo_indptr, .page_table = table}, in.cache);
       break;
     case Wrapper::kDecode:
-      plan_and_run(BatchDecodeWithPagedKVCache(device, c.layout), DecodePlanArgs{.page_table = table}, b.cache_device);
+      plan_and_run(BatchDecodeWithPagedKVCache(device, c.layout), DecodePlanArgs{.page_table = table}, in.cache);
       break;
   }
-  (void)batch;
+}
+
+void run_wrapper(const AttentionCase& c, Device device, Built& b) {
+  run_call(c, device, whole_batch(c, device, b));
   b.out.to_host();
   b.lse.to_host();
 }
@@ -333,6 +392,23 @@ CaseOutput run_attention_case_raw(const AttentionCase& c, Device device) {
   const Built b = built_and_run(c, device, build, run_wrapper);
   return read_case_output(b.out.host, b.lse.host, b.qo_indptr.back(), c.num_qo_heads, c.head_dim_vo, c.o_dtype,
                           c.with_lse);
+}
+
+std::vector<CaseOutput> run_attention_case_requests(const AttentionCase& c, Device device,
+                                                    std::span<const RequestRange> ranges) {
+  std::mt19937_64 rng(c.seed);
+  Built b = build(c, device, rng);
+  std::vector<CaseOutput> outs;
+  for (const RequestRange& range : ranges) {
+    run_call(c, device, some_requests(c, device, b, range.first, range.last));
+    b.out.to_host();
+    b.lse.to_host();
+    const std::int64_t q0 = b.qo_indptr[std::size_t(range.first)], q1 = b.qo_indptr[std::size_t(range.last)];
+    outs.push_back(read_case_output(b.out.host.slice(0, q0, q1),
+                                    c.with_lse ? b.lse.host.slice(0, q0, q1) : TensorView(), q1 - q0,
+                                    c.num_qo_heads, c.head_dim_vo, c.o_dtype, c.with_lse));
+  }
+  return outs;
 }
 
 CaseOutput read_case_output(const TensorView& o, const TensorView& lse, std::int64_t nnz_q, std::int64_t heads,

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <ostream>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -103,6 +104,14 @@ struct CaseOutput {
   std::vector<float> lse;
 };
 CaseOutput run_attention_case_raw(const AttentionCase& c, Device device);
+// Requests [first, last) of c's batch, run as a batch of their own.
+struct RequestRange {
+  std::int64_t first, last;
+};
+// The inputs of c's whole batch built once, then one wrapper per range over the same
+// values: each range's output rows as run_attention_case_raw's.
+std::vector<CaseOutput> run_attention_case_requests(const AttentionCase& c, Device device,
+                                                    std::span<const RequestRange> ranges);
 // Reads o [nnz_q, heads, dim] (stored as o_dtype) and, with_lse, lse [nnz_q, heads]
 // (float32) from host views, which may be padded.
 CaseOutput read_case_output(const TensorView& o, const TensorView& lse, std::int64_t nnz_q, std::int64_t heads,

@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "kvinfer/attention/run_options.hpp"
+#include "kvinfer/core/index_status.hpp"
 #include "kvinfer/core/tensor.hpp"
 #include "kvinfer/layout/mla_cache.hpp"
 
@@ -49,6 +50,10 @@ struct MLARunOptions {
   float ckv_scale = 1.0f;
   float kpe_scale = 1.0f;
   Stream stream = nullptr;
+  // The checked mode of kv_indices on a GPU: run() waits for its kernels, reads the
+  // device status (kvinfer/core/index_status.hpp) and throws kvinfer::Error for the
+  // first bad page id they met. Unset: on when KVINFER_CHECK_INDICES=1.
+  std::optional<bool> check_indices;
 };
 
 class BatchMLAPagedAttention {
@@ -71,6 +76,11 @@ class BatchMLAPagedAttention {
   // when head_dim_kpe == 0; out [nnz_q, num_heads, head_dim_ckv]. Allocates nothing.
   void run(const TensorView& q_nope, const TensorView& q_pe, const MLACache& cache, const TensorView& out,
            const MLARunOptions& options = {}) const;
+
+  // The first bad value that this wrapper's kernels met in a device-resident index
+  // array (kvinfer/core/index_status.hpp) since plan() or the last status(), which
+  // this clears. Waits for `stream`. On the CPU always ok(): it throws at run().
+  IndexStatus status(Stream stream = nullptr);
 
  private:
   std::unique_ptr<detail::MLAPlan> impl_;

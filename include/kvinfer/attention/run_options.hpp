@@ -39,6 +39,11 @@ struct RunOptions {
   // device has it (compute capability 9.0 with the sm_90a build), as FlashInfer's
   // default; true on any other GPU is an error. The CPU backend ignores it.
   std::optional<bool> enable_pdl;
+  // The checked mode of kv_indices on a GPU: run() copies the page ids to the host and
+  // throws kvinfer::Error for the first one out of range, before any kernel. Unset: on
+  // when the environment has KVINFER_CHECK_INDICES=1. It synchronises, so a serving
+  // loop leaves it off. The CPU backend always checks.
+  std::optional<bool> check_indices;
 };
 
 // How the planner splits long KV ranges into chunks that are attended separately

@@ -20,6 +20,7 @@
 #include "cuda/attention/tile/math.cuh"
 #include "cuda/attention/merge_partials.hpp"
 #include "cuda/common/convert.cuh"
+#include "cuda/common/device_status.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/ptx.cuh"
 
@@ -141,6 +142,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
 #pragma unroll 4
   for (int c = lane; c < r.num_chunks; c += 32) m = fmaxf(m, p.partial_lse[state(c)]);
   m = warp_max(m);
+  if (m == kBadChunkLse) m = -INFINITY;  // a chunk met a bad page id: the row is zeros, LSE -inf
   float d = 0.0f;
   if (m != -INFINITY) {
 #pragma unroll 4
@@ -224,6 +226,7 @@ __global__ void __launch_bounds__(kRowWarps * 32)
   float m = -INFINITY;
   for (int c = lane; c < n; c += 32) m = fmaxf(m, p.partial_lse[state(c)]);
   m = warp_max(m);
+  if (m == kBadChunkLse) m = -INFINITY;  // a chunk met a bad page id: the row is zeros, LSE -inf
   // This lane's weight of chunk c0 + lane (0 past the last chunk or for an empty one).
   const auto weight = [&](int c0) {
     return m != -INFINITY && c0 + lane < n ? exp2_approx(p.partial_lse[state(c0 + lane)] - m) : 0.0f;
@@ -314,6 +317,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
 #pragma unroll 4
   for (int c = lane; c < n; c += 32) m = fmaxf(m, p.partial_lse[state(c)]);
   m = warp_max(m);
+  if (m == kBadChunkLse) m = -INFINITY;  // a chunk met a bad page id: the row is zeros, LSE -inf
   float d = 0.0f;
 #pragma unroll 4
   for (int c = lane; c < n; c += 32) d += weight(p.partial_lse[state(c)], m);

@@ -8,8 +8,11 @@
 #include <cstdint>
 
 #include "cuda/attention/attention_kernel_params.cuh"
+#include "cuda/common/device_status.cuh"
 #include "cuda/common/mma.cuh"
+#include "cuda/common/ptx.cuh"
 #include "cuda/mla/mla_kernel_params.cuh"
+#include "cuda/mla/mla_keys.cuh"
 
 namespace kvinfer::cuda {
 
@@ -61,6 +64,38 @@ __device__ __forceinline__ void mla_epilogue(const MlaKernelParams& p, const det
     if (p.lse != nullptr && c0 == 0 && t == 0) {
       p.lse[n_out * p.lse_stride_n + head * p.lse_stride_h] = lse * p.lse_scale;
     }
+  }
+}
+
+// The end of an item whose lookups used a page id outside the cache (checked_page;
+// every thread calls this): the first bad entry of its pages goes to the status, and
+// its rows become zeros with LSE -inf, or, in a split, its partial LSE the value the
+// merge turns into such a row (kBadChunkLse). The barrier orders these writes after the
+// epilogue's.
+template <class S>
+__device__ __forceinline__ void mla_discard_bad_item(const MlaKernelParams& p, const detail::WorkItem& item,
+                                                     const detail::RequestInfo& r, const MlaKeys& keys, int rows) {
+  if (!__syncthreads_or(bad_page_seen(keys.seen, p.num_pages))) return;
+  if (threadIdx.x == 0) {
+    const std::int64_t first = item.kv_base + p.page_size.div(std::uint32_t(keys.key_begin));
+    const std::int64_t last = item.kv_base + p.page_size.div(std::uint32_t(keys.key_end - 1)) + 1;
+    record_bad_pages(p.status, p.kv_indices, first, last, p.num_pages, item.request);
+  }
+  const std::int64_t heads = p.num_heads.divisor;
+  constexpr int kChunks = S::kDc / 8;  // 16-byte chunks of a 16-bit output row
+  for (int i = int(threadIdx.x); i < rows * kChunks; i += int(blockDim.x)) {
+    std::uint32_t head = 0;
+    const std::int64_t token = p.num_heads.divmod(std::uint32_t(item.row_begin + i / kChunks), &head);
+    if (r.num_chunks > 1) {
+      if (i % kChunks == 0) {
+        p.partial_lse[(r.partial_begin + std::int64_t(item.chunk) * r.qo_len + token) * heads + head] = kBadChunkLse;
+      }
+      continue;
+    }
+    const std::int64_t n = r.qo_begin + token;
+    ptx::st_v4(static_cast<char*>(p.o) + (n * p.o_stride_n + head * p.o_stride_h) * 2 + (i % kChunks) * 16,
+               make_uint4(0, 0, 0, 0));
+    if (p.lse != nullptr && i % kChunks == 0) p.lse[n * p.lse_stride_n + head * p.lse_stride_h] = -INFINITY;
   }
 }
 

@@ -108,6 +108,7 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads,
   }
   ptx::cp_async_wait_all();  // an item without keys still has its q tile in flight
   mla_epilogue<S>(p, item, r, rows, acc, row_max, row_sum, warp, lane);
+  mla_discard_bad_item<S>(p, item, r, keys, rows);
 }
 
 // One compiled kernel: its shared memory, set once as the kernel's limit (beyond the

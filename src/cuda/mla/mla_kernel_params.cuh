@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "core/device_status.hpp"
 #include "core/mla_params.hpp"
 #include "cuda/common/fast_divmod.cuh"
 
@@ -28,6 +29,8 @@ struct MlaKernelParams {
   std::int64_t kpe_stride_page, kpe_stride_token;
   const std::int32_t* kv_indices;
   FastDivmod page_size;
+  std::uint32_t num_pages;        // page ids must be below it (the pages of ckv and of kpe)
+  detail::DeviceStatus* status;   // where a bad page id is recorded (core/device_status.hpp)
 
   const detail::RequestInfo* requests;
   const detail::WorkItem* items;

@@ -18,6 +18,7 @@ struct MlaKeys {
   detail::RequestMask mask;
   int key_begin, key_end, full_end, num_tiles;
   const std::int32_t* pages;  // the request's page ids (page slot key / page_size)
+  mutable std::uint32_t seen = 0;  // the largest page id this thread used (checked_page)
   // Whether some row does not see every key of the tile of `keys` keys at key0.
   __device__ __forceinline__ bool needs_mask(int key0, int keys) const { return key0 + keys > full_end; }
   // Where the keys that token `token` sees end.

@@ -15,6 +15,7 @@
 #include "cuda/attention/attention_kernel_params.cuh"
 #include "cuda/attention/tile/swizzle.cuh"
 #include "cuda/common/convert.cuh"
+#include "cuda/common/device_status.cuh"
 #include "cuda/common/mma.cuh"
 #include "cuda/common/ptx.cuh"
 #include "cuda/mla/mla_kernel_params.cuh"
@@ -45,7 +46,8 @@ __device__ __forceinline__ void mla_copy_q(const MlaKernelParams& p, const detai
 
 // The key row a thread copies of the tile at key0 (kThreadsPerKey threads per key):
 // its page and slot, looked up a tile before its copy is issued, so that the copy
-// does not wait for the page id's load (a DRAM or L2 latency, in every tile).
+// does not wait for the page id's load (a DRAM or L2 latency, in every tile). The id
+// is checked (checked_page) into `seen`.
 struct MlaKeyRow {
   std::int64_t page;
   std::uint32_t slot;
@@ -53,12 +55,12 @@ struct MlaKeyRow {
 };
 template <class S>
 __device__ __forceinline__ MlaKeyRow mla_key_row(const MlaKernelParams& p, const std::int32_t* pages,
-                                                 int key0, int key_end) {
+                                                 int key0, int key_end, std::uint32_t& seen) {
   const int kv = key0 + int(threadIdx.x) / S::kThreadsPerKey;
   MlaKeyRow row;
   row.valid = kv < key_end;
   const std::uint32_t page_slot = p.page_size.divmod(std::uint32_t(row.valid ? kv : 0), &row.slot);
-  row.page = row.valid ? pages[page_slot] : 0;
+  row.page = row.valid ? checked_page(pages[page_slot], p.num_pages, seen) : 0;
   return row;
 }
 
@@ -164,7 +166,7 @@ __device__ __forceinline__ float mla_start(const MlaKernelParams& p, const detai
 #pragma unroll
   for (int t = 0; t + 1 < L::kStages; ++t) {
     if (t < keys.num_tiles)
-      mla_copy_kv<TKV, S>(p, mla_key_row<S>(p, keys.pages, keys.key_begin + t * S::kKeys, keys.key_end),
+      mla_copy_kv<TKV, S>(p, mla_key_row<S>(p, keys.pages, keys.key_begin + t * S::kKeys, keys.key_end, keys.seen),
                           mla_stage<L>(smem, t));
     ptx::cp_async_commit();
   }
@@ -181,7 +183,7 @@ __device__ __forceinline__ float mla_start(const MlaKernelParams& p, const detai
 template <class L>
 __device__ __forceinline__ MlaKeyRow mla_first_key_row(const MlaKernelParams& p, const MlaKeys& keys) {
   using S = typename L::S;
-  return mla_key_row<S>(p, keys.pages, keys.key_begin + (L::kStages - 1) * S::kKeys, keys.key_end);
+  return mla_key_row<S>(p, keys.pages, keys.key_begin + (L::kStages - 1) * S::kKeys, keys.key_end, keys.seen);
 }
 
 // Tile `tile` of the main loop, ready for S and P V: waits for its copies, issues the
@@ -199,7 +201,7 @@ __device__ __forceinline__ unsigned char* mla_next_tile(const MlaKernelParams& p
   const int ahead = tile + L::kStages - 1;
   if (ahead < keys.num_tiles) mla_copy_kv<TKV, S>(p, next_row, mla_stage<L>(smem, ahead));
   ptx::cp_async_commit();
-  next_row = mla_key_row<S>(p, keys.pages, keys.key_begin + (ahead + 1) * S::kKeys, keys.key_end);
+  next_row = mla_key_row<S>(p, keys.pages, keys.key_begin + (ahead + 1) * S::kKeys, keys.key_end, keys.seen);
   unsigned char* kv = mla_stage<L>(smem, tile);
   if constexpr (L::kStaged) {
     mla_convert_kv<TKV, S>(smem + L::compute, kv);

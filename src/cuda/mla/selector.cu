@@ -133,6 +133,9 @@ void CudaBackend::run_mla(const detail::MLAParams& p) const {
   }
   k.kv_indices = p.kv_indices.data_as<const std::int32_t>();
   k.page_size = FastDivmod(std::uint32_t(pr.page_size));
+  const std::int64_t num_pages = pr.head_dim_kpe > 0 ? std::min(p.ckv.size(0), p.kpe.size(0)) : p.ckv.size(0);
+  k.num_pages = std::uint32_t(std::min<std::int64_t>(num_pages, std::int64_t(1) << 31));  // ids are int32
+  k.status = p.status;
   k.requests = p.requests;
   k.items = p.items;
   k.partial_o = p.partial_o;

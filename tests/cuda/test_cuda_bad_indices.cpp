@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: Apache-2.0
+// Bad page ids in device memory on the GPU. MLA (kvinfer/core/index_status.hpp): out of
+// the cache, alone and in a split request, the run leaves the CUDA context usable,
+// writes the rows that met the bad id as zeros with LSE -inf and every other row as the
+// good run does (bit for bit), records the id in the status that status() returns
+// once, and throws kvinfer::Error naming it in the checked mode. Decode and paged
+// prefill: the checked mode (a copy to the host) throws naming it before any kernel.
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "gpu_test_util.hpp"
+#include "testing/case_name.hpp"
+#include "testing/random.hpp"
+
+namespace kvinfer::testing {
+namespace {
+
+#define CUDA_OK(x) ASSERT_EQ((x), cudaSuccess)
+
+const Device kGpu = Device::cuda(0);
+
+Tensor gpu_ints(const std::vector<std::int32_t>& v) {
+  return int32_tensor(v).to(kGpu);
+}
+
+std::vector<std::uint8_t> host_bytes(const TensorView& t) {
+  const Tensor h = Tensor::empty(t.shape(), t.dtype());
+  copy(h, t);
+  std::vector<std::uint8_t> v(h.nbytes());
+  std::memcpy(v.data(), h.data(), h.nbytes());
+  return v;
+}
+
+std::vector<float> host_floats(const TensorView& t) {
+  const std::vector<std::uint8_t> b = host_bytes(t);
+  std::vector<float> f(b.size() / 4);
+  std::memcpy(f.data(), b.data(), b.size());
+  return f;
+}
+
+// Rows [first, last) of out (bytes) and lse (floats) of a run: `row_bytes` per token
+// row of out, `heads` LSE values per token row.
+struct RunResult {
+  std::vector<std::uint8_t> out;
+  std::vector<float> lse;
+};
+
+// Rows of the bad request are zeros with LSE -inf; every other row is the good run's.
+void expect_only_rows_discarded(const RunResult& good, const RunResult& bad, std::int64_t first,
+                                std::int64_t last, std::int64_t row_bytes, std::int64_t heads) {
+  ASSERT_EQ(good.out.size(), bad.out.size());
+  std::int64_t other_diff = 0, nonzero = 0, finite_lse = 0, other_lse_diff = 0;
+  for (std::size_t i = 0; i < bad.out.size(); ++i) {
+    const std::int64_t row = std::int64_t(i) / row_bytes;
+    if (row >= first && row < last) {
+      nonzero += bad.out[i] != 0;
+    } else {
+      other_diff += bad.out[i] != good.out[i];
+    }
+  }
+  for (std::size_t i = 0; i < bad.lse.size(); ++i) {
+    const std::int64_t row = std::int64_t(i) / heads;
+    if (row >= first && row < last) {
+      finite_lse += !(std::isinf(bad.lse[i]) && bad.lse[i] < 0);
+    } else {
+      other_lse_diff += std::memcmp(&bad.lse[i], &good.lse[i], 4) != 0;
+    }
+  }
+  EXPECT_EQ(nonzero, 0) << "non-zero output bytes in the rows of the request with the bad page id";
+  EXPECT_EQ(finite_lse, 0) << "LSE values other than -inf in the rows of that request";
+  EXPECT_EQ(other_diff, 0) << "output bytes of other requests that differ from the good run";
+  EXPECT_EQ(other_lse_diff, 0) << "LSE values of other requests that differ from the good run";
+}
+
+// The status the run left: the bad entry, then nothing (status() clears it).
+void expect_status(const std::function<IndexStatus()>& status, std::string_view array, std::int64_t index,
+                   std::int64_t value, std::int64_t limit, std::int64_t request) {
+  const IndexStatus s = status();
+  EXPECT_EQ(s.array, array) << s.message();
+  EXPECT_EQ(s.index, index) << s.message();
+  EXPECT_EQ(s.value, value) << s.message();
+  EXPECT_EQ(s.limit, limit) << s.message();
+  EXPECT_EQ(s.request, request) << s.message();
+  EXPECT_TRUE(status().ok()) << "status() must clear what it returned";
+}
+
+// Runs `run` in the checked mode and expects the kvinfer::Error of the bad entry.
+void expect_checked_run_throws(const std::function<void()>& run, std::int64_t index) {
+  try {
+    run();
+    ADD_FAILURE() << "the checked run did not throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.argument(), fmt::format("kv_indices[{}]", index)) << e.what();
+  }
+}
+
+enum class PagedWrapper { kDecode, kPrefill, kMla };
+
+struct BadPageCase {
+  PagedWrapper wrapper;
+  std::int32_t bad;            // the value written into the page table
+  int entry_in_request;        // which of request 1's page ids
+  std::int64_t fixed_split;    // > 0: chunks of this many keys (request 1 is split)
+};
+
+std::string name_of(const BadPageCase& c) {
+  const char* w = c.wrapper == PagedWrapper::kDecode ? "decode" : c.wrapper == PagedWrapper::kPrefill ? "prefill" : "mla";
+  const std::string bad = c.bad < 0 ? fmt::format("minus{}", -std::int64_t(c.bad)) : fmt::format("{}", c.bad);
+  return fmt::format("{}_bad{}_entry{}_{}", w, bad, c.entry_in_request,
+                     c.fixed_split > 0 ? fmt::format("split{}", c.fixed_split) : std::string("nosplit"));
+}
+
+class CudaBadPageIds : public ::testing::TestWithParam<BadPageCase> {};
+
+TEST_P(CudaBadPageIds, IsReportedAndNeverUsed) {
+  KVINFER_SKIP_WITHOUT_GPU();
+  const BadPageCase c = GetParam();
+  constexpr std::int64_t kPage = 16, kD = 128, kHq = 8, kHk = 2, kMlaHeads = 16, kDc = 512, kDp = 64;
+  const bool mla = c.wrapper == PagedWrapper::kMla, decode = c.wrapper != PagedWrapper::kPrefill;
+  Rng rng(11);
+  const std::vector<std::int32_t> kv_lens{40, 200, 33};
+  const std::vector<std::int32_t> qo_lens = decode ? std::vector<std::int32_t>{1, 1, 1} : std::vector<std::int32_t>{5, 70, 9};
+  const HostPageTable t = random_page_table(kv_lens, kPage, 2, rng);
+  std::vector<std::int32_t> qo_indptr{0};
+  for (std::int32_t n : qo_lens) qo_indptr.push_back(qo_indptr.back() + n);
+  const std::int64_t nnz_q = qo_indptr.back();
+  const std::int64_t heads = mla ? kMlaHeads : kHq, dv = mla ? kDc : kD;
+  const Tensor indices = t.indices.to(kGpu);
+  Tensor out = Tensor::empty({nnz_q, heads, dv}, DType::kBF16, kGpu);
+  Tensor lse = Tensor::empty({nnz_q, heads}, DType::kF32, kGpu);
+  const SplitOptions split = c.fixed_split > 0 ? SplitOptions{.fixed_split_size = c.fixed_split}
+                                               : SplitOptions{.disable_split_kv = true};
+
+  // One planned wrapper; run(check) runs it with the page ids `indices` holds.
+  std::function<void(bool)> run;
+  std::function<IndexStatus()> status = [] { return IndexStatus{}; };
+  BatchDecodeWithPagedKVCache decode_w(kGpu);
+  BatchPrefillWithPagedKVCache prefill_w(kGpu);
+  BatchMLAPagedAttention mla_w(kGpu);
+  const Tensor q = random_bf16({nnz_q, heads, mla ? kDc : kD}, rng).to(kGpu);
+  const Tensor q_pe = random_bf16({nnz_q, heads, kDp}, rng).to(kGpu);
+  const Tensor cache = mla ? random_bf16({t.num_pages, kPage, kDc + kDp}, rng).to(kGpu)
+                           : random_bf16({t.num_pages, 2, kPage, kHk, kD}, rng).to(kGpu);
+  const PageTable table{t.indptr, indices, t.last_page_len};
+  if (c.wrapper == PagedWrapper::kDecode) {
+    decode_w.plan({.page_table = table, .num_qo_heads = kHq, .num_kv_heads = kHk, .head_dim = kD,
+                   .page_size = kPage, .split = split});
+    run = [&](bool check) { decode_w.run(q, PagedKVCache::combined(cache), out, {.lse = lse, .check_indices = check}); };
+  } else if (c.wrapper == PagedWrapper::kPrefill) {
+    prefill_w.plan({.qo_indptr = int32_tensor(qo_indptr), .page_table = table, .num_qo_heads = kHq,
+                    .num_kv_heads = kHk, .head_dim = kD, .page_size = kPage,
+                    .options = {.mask_mode = MaskMode::kCausal}, .split = split});
+    run = [&](bool check) { prefill_w.run(q, PagedKVCache::combined(cache), out, {.lse = lse, .check_indices = check}); };
+  } else {
+    mla_w.plan({.qo_indptr = int32_tensor(qo_indptr), .kv_indptr = t.indptr, .kv_indices = indices,
+                .kv_len = int32_tensor(kv_lens), .num_heads = kMlaHeads, .page_size = kPage, .sm_scale = 0.07f,
+                .split = split});
+    run = [&](bool check) {
+      mla_w.run(q, q_pe, MLACache::combined(cache), out, {.lse = lse, .check_indices = check});
+    };
+    status = [&] { return mla_w.status(); };
+  }
+  const auto result = [&] {
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    return RunResult{host_bytes(out), host_floats(lse)};
+  };
+  const auto poison_and_run = [&](bool check) {
+    fill_bytes(out, kPoison);
+    fill_bytes(lse, kPoison);
+    run(check);
+  };
+
+  poison_and_run(false);
+  const RunResult good = result();
+  ASSERT_TRUE(status().ok()) << status().message();  // decode, prefill: no device status
+
+  std::vector<std::int32_t> ids = to_vector_i32(t.indices);
+  const std::int64_t entry = to_vector_i32(t.indptr)[1] + c.entry_in_request;
+  ids[std::size_t(entry)] = c.bad;
+  copy(indices, int32_tensor(ids));
+  if (!mla) {  // decode and prefill: only the checked mode reads the page ids
+    expect_checked_run_throws([&] { poison_and_run(true); }, entry);
+    copy(indices, t.indices);
+    poison_and_run(false);
+    EXPECT_EQ(result().out, good.out) << "the run after the checked mode's error";
+    return;
+  }
+  ASSERT_NO_THROW(poison_and_run(false));
+  const RunResult bad = result();
+  expect_only_rows_discarded(good, bad, qo_indptr[1], qo_indptr[2], heads * dv * 2, heads);
+  expect_status(status, "kv_indices", entry, c.bad, t.num_pages, 1);
+
+  expect_checked_run_throws([&] { poison_and_run(true); }, entry);
+  EXPECT_TRUE(status().ok()) << "the checked run clears the status it throws for";
+
+  // The context is intact: the good table gives the good result again.
+  copy(indices, t.indices);
+  poison_and_run(false);
+  const RunResult again = result();
+  EXPECT_EQ(again.out, good.out);
+  EXPECT_TRUE(status().ok());
+}
+
+constexpr std::int32_t kMin = std::numeric_limits<std::int32_t>::min(), kMax = std::numeric_limits<std::int32_t>::max();
+INSTANTIATE_TEST_SUITE_P(
+    , CudaBadPageIds,
+    ::testing::Values(BadPageCase{PagedWrapper::kDecode, 1000, 5, 0}, BadPageCase{PagedWrapper::kDecode, -1, 0, 0},
+                      BadPageCase{PagedWrapper::kDecode, kMin, 12, 0}, BadPageCase{PagedWrapper::kDecode, kMax, 3, 32},
+                      BadPageCase{PagedWrapper::kPrefill, 1000, 0, 0}, BadPageCase{PagedWrapper::kPrefill, -7, 0, 64},
+                      BadPageCase{PagedWrapper::kMla, 1000, 0, 0}, BadPageCase{PagedWrapper::kMla, -1, 4, 32}),
+    [](const ::testing::TestParamInfo<BadPageCase>& info) { return name_of(info.param); });
+
+}  // namespace
+}  // namespace kvinfer::testing
