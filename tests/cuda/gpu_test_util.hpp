@@ -68,6 +68,15 @@ struct Mirror {
   }
 };
 
+// The bytes of a view (on any device), copied to the host.
+inline std::vector<std::uint8_t> host_bytes(const TensorView& t) {
+  const Tensor h = Tensor::empty(t.shape(), t.dtype());
+  copy(h, t);
+  std::vector<std::uint8_t> v(h.nbytes());
+  std::memcpy(v.data(), h.data(), h.nbytes());
+  return v;
+}
+
 inline float element_as_float(const void* p, DType t) {
   switch (t) {
     case DType::kF32: {

@@ -28,18 +28,6 @@ namespace {
 
 const Device kGpu = Device::cuda(0);
 
-Tensor gpu_ints(const std::vector<std::int32_t>& v) {
-  return int32_tensor(v).to(kGpu);
-}
-
-std::vector<std::uint8_t> host_bytes(const TensorView& t) {
-  const Tensor h = Tensor::empty(t.shape(), t.dtype());
-  copy(h, t);
-  std::vector<std::uint8_t> v(h.nbytes());
-  std::memcpy(v.data(), h.data(), h.nbytes());
-  return v;
-}
-
 std::vector<float> host_floats(const TensorView& t) {
   const std::vector<std::uint8_t> b = host_bytes(t);
   std::vector<float> f(b.size() / 4);

@@ -52,14 +52,6 @@ Input nan_poisoned(const TensorView& dev, const Tensor& truth_host) {
   return in;
 }
 
-std::vector<std::uint8_t> bytes_of(const TensorView& t) {
-  const Tensor h = Tensor::empty(t.shape(), t.dtype());
-  copy(h, t);
-  std::vector<std::uint8_t> v(h.nbytes());
-  std::memcpy(v.data(), h.data(), h.nbytes());
-  return v;
-}
-
 // The reference (plain launch on the true inputs), then the overlapped launch after
 // the late kernel; `run` enqueues run() on the stream with the options given.
 void check_overlapped_run(std::vector<Input>& inputs, const TensorView& out,
@@ -73,7 +65,7 @@ void check_overlapped_run(std::vector<Input>& inputs, const TensorView& out,
   CUDA_OK(cudaDeviceSynchronize());
   run({.stream = stream, .enable_pdl = false});
   CUDA_OK(cudaStreamSynchronize(stream));
-  const std::vector<std::uint8_t> reference = bytes_of(out);
+  const std::vector<std::uint8_t> reference = host_bytes(out);
   // The reference is finite (bf16 outputs): equal NaNs from broken inputs would prove nothing.
   ASSERT_EQ(out.dtype(), DType::kBF16);
   std::size_t nans = 0;
@@ -97,12 +89,12 @@ void check_overlapped_run(std::vector<Input>& inputs, const TensorView& out,
   CUDA_OK(cudaStreamSynchronize(stream));
   CUDA_OK(cudaStreamDestroy(stream));
 
-  const std::vector<std::uint8_t> overlapped = bytes_of(out);
+  const std::vector<std::uint8_t> overlapped = host_bytes(out);
   ASSERT_EQ(overlapped.size(), reference.size());
   std::size_t differ = 0;
   for (std::size_t i = 0; i < reference.size(); ++i) differ += overlapped[i] != reference[i];
   EXPECT_EQ(differ, 0u) << "bytes of the overlapped run's output that differ from the plain run's";
-  const std::vector<std::uint8_t> before = bytes_of(seen);
+  const std::vector<std::uint8_t> before = host_bytes(seen);
   std::size_t written_early = 0;
   for (std::uint8_t b : before) written_early += b != kOutPattern;
   EXPECT_EQ(written_early, 0u) << "bytes of the output written before the kernel before run() read them";
@@ -264,7 +256,7 @@ TEST(CudaPdl, TheKernelAfterTheLateOneOverlapsIt) {
   launch_eager_copy({seen.data(), q.data(), std::size_t(q.nbytes())}, stream);
   CUDA_OK(cudaStreamSynchronize(stream));
   CUDA_OK(cudaStreamDestroy(stream));
-  const std::vector<std::uint8_t> got = bytes_of(seen), after = bytes_of(q), want = bytes_of(truth);
+  const std::vector<std::uint8_t> got = host_bytes(seen), after = host_bytes(q), want = host_bytes(truth);
   EXPECT_EQ(after, want) << "the late kernel's write";
   std::size_t poison = 0;
   for (std::uint8_t b : got) poison += b == 0xFF;
