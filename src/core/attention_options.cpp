@@ -2,30 +2,32 @@
 // Attention options: names of the positional encodings and the standard ALiBi slopes.
 #include "kvinfer/attention/options.hpp"
 
+#include <array>
 #include <cmath>
 
 #include "core/check.hpp"
 
 namespace kvinfer {
 
+namespace {
+
+// The name of an enumerator from its table, "?" for a value outside the enum.
+template <class Enum, std::size_t N>
+std::string_view enum_name(Enum e, const std::array<std::string_view, N>& names) {
+  const auto i = std::size_t(e);
+  return i < N ? names[i] : "?";
+}
+
+}  // namespace
+
+// FlashInfer's names (PosEncodingMode; the prefill backends), so that logs and CLI flags
+// read the same. In the order of the enumerators.
 std::string_view pos_encoding_name(PosEncoding p) {
-  // FlashInfer's PosEncodingMode names, so logs and CLI flags read the same.
-  switch (p) {
-    case PosEncoding::kNone: return "NONE";
-    case PosEncoding::kRopeLlama: return "ROPE_LLAMA";
-    case PosEncoding::kAlibi: return "ALIBI";
-  }
-  return "?";
+  return enum_name(p, std::array<std::string_view, 3>{"NONE", "ROPE_LLAMA", "ALIBI"});
 }
 
 std::string_view prefill_backend_name(PrefillBackend b) {
-  // FlashInfer's names for the same choice.
-  switch (b) {
-    case PrefillBackend::kAuto: return "auto";
-    case PrefillBackend::kPortable: return "fa2";
-    case PrefillBackend::kHopper: return "fa3";
-  }
-  return "?";
+  return enum_name(b, std::array<std::string_view, 3>{"auto", "fa2", "fa3"});
 }
 
 std::vector<float> alibi_slopes(int num_heads) {
