@@ -370,6 +370,18 @@ class MLA : public Wrapper<BatchMLAPagedAttention> {
     w_.run(qn, qp, cache, aout.view, options);
   }
 
+  // The device status (kvinfer/core/index_status.hpp), read and cleared: None, or
+  // (array, index, value, message) of the first bad page id since plan() or the last call.
+  std::optional<std::tuple<std::string, std::int64_t, std::int64_t, std::string>> status(std::uintptr_t stream) {
+    IndexStatus s;
+    {
+      nb::gil_scoped_release release;
+      s = w_.status(as_stream(stream));
+    }
+    if (s.ok()) return std::nullopt;
+    return std::tuple{s.array, s.index, s.value, s.message()};
+  }
+
  private:
   std::int64_t head_dim_ckv_ = kMlaHeadDimCkv;
 };
@@ -510,7 +522,10 @@ void bind_attention(nb::module_& m) {
            arg("kpe_scale"), arg("stream"),
            "run(q_nope, q_pe, ckv_cache, kpe_cache, out, lse, ...): q_pe None reads q_nope as the packed "
            "[nnz, H, ckv + kpe] query; kpe_cache None reads ckv_cache as the packed [pages, page_size, ckv + "
-           "kpe] cache (strided views, no copy).");
+           "kpe] cache (strided views, no copy).")
+      .def("status", &MLA::status, arg("stream"),
+           "status(stream): None, or (array, index, value, message) of the first bad page id the kernels "
+           "met since plan() or the last status(), which this clears (waits for the stream).");
 }
 
 }  // namespace kvinfer::python

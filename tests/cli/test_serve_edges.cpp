@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 #include <array>
+#include <regex>
 #include <thread>
 #include <vector>
 
@@ -292,7 +293,9 @@ TEST_F(CliProgress, BarWithEtaOnATerminal) {
   Result r = run_shell("script -qec '" + cli() + " " + args + "' /dev/null");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_TRUE(contains(r.output, "% ETA ")) << r.output;
-  EXPECT_TRUE(contains(r.output, "layer 2/4")) << r.output;
+  // The bar shows the layer of the step it is drawn in; which ones a run's redraws
+  // catch depends on its speed.
+  EXPECT_TRUE(std::regex_search(r.output, std::regex("layer [1-4]/4"))) << r.output;
   EXPECT_TRUE(contains(r.output, "[#")) << r.output;
   EXPECT_TRUE(contains(r.output, "tokens/s")) << r.output;
   r = run_shell("script -qec '" + cli() + " -q " + args + "' /dev/null");

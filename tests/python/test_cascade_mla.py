@@ -159,3 +159,22 @@ def test_mla_matches_reference(rng, causal, packed):
     assert_close(lse, lse_ref, LSE_ATOL, "lse")
     _, lse_e = w.run(query=q, kv_cache=cache, return_lse=True, return_lse_base_on_e=True)
     assert_close(lse_e, lse_ref * math.log(2), LSE_ATOL, "lse base e")
+
+
+def test_mla_status_is_none_on_the_cpu_where_run_rejects_a_bad_page_id(rng):
+    """status() reports what the GPU kernels met; the CPU checks in run() and raises."""
+    h, page_size = 16, 8
+    kv_lens = [30, 9]
+    indptr, indices, _, num_pages = page_table(rng, kv_lens, page_size)
+    cache = ref.make(rng, (num_pages, page_size, 576))
+    q = ref.make(rng, (2, h, 576))
+    w = kvinfer.BatchMLAPagedAttentionWrapper(workspace())
+    assert w.status() is None  # before any plan
+    w.plan(indptr_of([1, 1]), indptr, indices, np.array(kv_lens, np.int32), h, 512, 64, page_size, False,
+           0.07, np.float16, np.float16)
+    w.run(query=q, kv_cache=cache)
+    assert w.status() is None
+    indices[int(indptr[1])] = num_pages + 5  # read by run(), where the plan left it
+    with pytest.raises(kvinfer.Error, match=r"kv_indices\[%d\]" % int(indptr[1])):
+        w.run(query=q, kv_cache=cache)
+    assert w.status() is None
