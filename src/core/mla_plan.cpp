@@ -235,7 +235,7 @@ void MLAPlan::check_run(const TensorView& q_nope, const TensorView& q_pe, const 
   // On a GPU the kernels check the page ids (the device status).
   if (device_.is_cpu()) {
     check_page_ids(kOp, kv_indices_, pr.nnz_kv, cache.num_pages(), "pages in the cache", false);
-  } else if (pr.nnz_kv > 0) {  // the kernels substitute page 0 for a bad id: it must exist
+  } else if (pr.nnz_kv > 0) {  // the kernel clamps a bad id into the cache: a page must exist
     const std::int64_t pages = pr.head_dim_kpe > 0 ? std::min(cache.num_pages(), cache.kpe.size(0)) : cache.num_pages();
     require_v(pages > 0, kOp, "ckv_cache.shape[0]", 0,
               later("the cache has no pages, but the plan reads {} page ids", pr.nnz_kv));

@@ -15,9 +15,8 @@ namespace kvinfer::cuda {
 // A page id as a kernel uses it: clamped into the cache (a bad id becomes the last
 // page, num_pages >= 1 by the host's check), with the largest id seen so far kept in
 // `seen`, compared with num_pages once, after the item (bad_page_seen). The clamp keeps
-// every address in the cache; an item that used a clamped id discards its rows (the
-// kernels' discard_bad_item), so what the substitute page holds never reaches the
-// output. Two unsigned min/max (a negative id is a huge unsigned value) and no
+// every address in the cache; an item that used a clamped id discards its rows
+// (mla_discard_bad_item), so what the substitute page holds never reaches the output. Two unsigned min/max (a negative id is a huge unsigned value) and no
 // predicate: kernels that load page ids ahead apply it where they use the id, so the
 // look-ahead still hides the load.
 __device__ __forceinline__ std::int32_t checked_page(std::int32_t id, std::uint32_t num_pages, std::uint32_t& seen) {
