@@ -186,6 +186,28 @@ void BatchDecodeWithPagedKVCache::run(const TensorView& q, const PagedKVCache& c
 }
 
 // ---------------------------------------------------------------- single request
+namespace {
+
+// single_prefill's custom mask as the ragged plan takes it (one request: a flat bool
+// [qo_len * kv_len] or the packed bytes). A 2-D bool [qo_len, kv_len] mask is the
+// same bytes when row-major, so it is flattened as a view (no copy); a strided one
+// would need a gather that the caller can do better (and see), so it is refused.
+TensorView flat_single_mask(std::string_view op, const TensorView& m, std::int64_t qo_len, std::int64_t kv_len) {
+  if (!m.defined() || m.rank() != 2 || m.dtype() != DType::kBool) return m;  // the plan checks the rest
+  detail::require(m.size(0) == qo_len && m.size(1) == kv_len, op, "custom_mask.shape", m.shape_string(),
+                  detail::later("a 2-D mask must be [qo_len, kv_len] = [{}, {}]", qo_len, kv_len));
+  detail::require(m.is_contiguous(), op, "custom_mask", m.describe(),
+                  "a 2-D bool mask must be contiguous (row-major) to be read as the flat mask; pass a "
+                  "contiguous copy or the flat [qo_len * kv_len] form");
+  const std::int64_t n = qo_len * kv_len;
+  if (!m.has_extent()) return TensorView(m.data(), DType::kBool, {n}, m.device());
+  // Keep the bounds the caller's view carries (the flat view covers the same bytes).
+  const auto offset = static_cast<const std::byte*>(m.data()) - static_cast<const std::byte*>(m.extent_begin());
+  return TensorView(m.data(), std::size_t(m.extent_bytes() - offset), DType::kBool, {n}, m.device());
+}
+
+}  // namespace
+
 void single_prefill(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
                     const SinglePrefillArgs& args, const RunOptions& run) {
   constexpr std::string_view op = "single_prefill";
@@ -197,6 +219,7 @@ void single_prefill(const TensorView& q, const TensorView& k, const TensorView& 
   detail::require_v(qo_len <= std::numeric_limits<std::int32_t>::max() && kv_len <= std::numeric_limits<std::int32_t>::max(),
                     op, "k.shape", k.shape_string(), "lengths must fit in int32");
   std::int32_t qo_indptr[2] = {0, std::int32_t(qo_len)}, kv_indptr[2] = {0, std::int32_t(kv_len)};
+  const TensorView mask = flat_single_mask(op, args.custom_mask, qo_len, kv_len);
   BatchPrefillWithRaggedKVCache w(q.device(), args.kv_layout);
   w.plan({.qo_indptr = TensorView(qo_indptr, DType::kI32, {2}),
           .kv_indptr = TensorView(kv_indptr, DType::kI32, {2}),
@@ -205,7 +228,7 @@ void single_prefill(const TensorView& q, const TensorView& k, const TensorView& 
           .head_dim_qk = q.size(2),
           .head_dim_vo = v.size(2),
           .options = args.options,
-          .custom_mask = args.custom_mask,
+          .custom_mask = mask,
           .q_dtype = q.dtype(),
           .kv_dtype = k.dtype(),
           .o_dtype = out.defined() ? out.dtype() : q.dtype()});

@@ -162,6 +162,30 @@ TEST(AttentionErrors, PagedRunArguments) {
   expect_error([&] { w.run(f.q, cache, f.out); }, "kv_indices[1]");
 }
 
+// single_prefill takes its mask flat, packed or as bool [qo_len, kv_len]; the 2-D
+// form is read as the flat one, so it must have that shape and be row-major.
+TEST(AttentionErrors, SinglePrefillTwoDimensionalMask) {
+  Tensor q = Tensor::zeros({3, 4, 64}, DType::kBF16), out = Tensor::zeros({3, 4, 64}, DType::kBF16);
+  Tensor k = Tensor::zeros({20, 2, 64}, DType::kBF16), v = Tensor::zeros({20, 2, 64}, DType::kBF16);
+  const auto with_mask = [&](const TensorView& mask) {
+    return [&, mask] {
+      single_prefill(q, k, v, out, {.options = {.mask_mode = MaskMode::kCustom}, .custom_mask = mask});
+    };
+  };
+  Tensor mask = Tensor::zeros({3, 20}, DType::kBool);
+  EXPECT_NO_THROW(with_mask(mask)());
+  Tensor transposed_shape = Tensor::zeros({20, 3}, DType::kBool);
+  expect_error(with_mask(transposed_shape), "custom_mask.shape", "[qo_len, kv_len] = [3, 20]");
+  // Every other column of a [3, 40] mask: the right shape, not row-major.
+  Tensor wide = Tensor::zeros({3, 40}, DType::kBool);
+  const std::int64_t shape[] = {3, 20}, strides[] = {40, 2};
+  expect_error(with_mask(TensorView(wide.data(), DType::kBool, shape, strides)), "custom_mask", "contiguous");
+  // Its transpose (column-major): likewise.
+  Tensor t = Tensor::zeros({20, 3}, DType::kBool);
+  const std::int64_t t_strides[] = {1, 3};
+  expect_error(with_mask(TensorView(t.data(), DType::kBool, shape, t_strides)), "custom_mask", "contiguous");
+}
+
 TEST(AttentionErrors, CapacityExceeded) {
   Fixture f;
   BatchPrefillWithRaggedKVCache w(Device::cpu(), KVLayout::kNHD, Capacity{.max_batch = 1, .max_qo_tokens = 8, .max_kv = 64});

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Properties of the CPU attention beyond the oracle comparison: batch and thread
-// invariance with a fixed split size, custom mask == causal, one visible key with
+// invariance with a fixed split size, custom mask == causal, single_prefill's 2-D
+// mask == its flat and packed forms, one visible key with
 // an extreme logit, fixed-capacity re-planning, re-plans with custom masks and ALiBi,
 // options.backend and RunOptions::enable_pdl ignored on the CPU.
 #include <gtest/gtest.h>
@@ -84,6 +85,32 @@ TEST(CpuAttention, CustomMaskOfTheCausalTriangleEqualsCausal) {
   w.run(q, k, v, out_custom, {.lse = lse_custom});
   EXPECT_EQ(bits(out_causal), bits(out_custom));
   EXPECT_EQ(0, std::memcmp(lse_causal.data(), lse_custom.data(), lse_causal.nbytes()));
+}
+
+// single_prefill's 2-D bool mask [qo_len, kv_len] is the flat mask's bytes: the
+// same output and LSE, bit for bit, and the packed form of the same mask too.
+TEST(CpuAttention, SinglePrefillTwoDimensionalMaskEqualsTheFlatOne) {
+  Rng rng(21);
+  const std::int64_t qo = 13, kv = 70, hq = 4, hk = 2, d = 64;
+  Tensor q = random_bf16({qo, hq, d}, rng), k = random_bf16({kv, hk, d}, rng), v = random_bf16({kv, hk, d}, rng);
+  const Tensor flat = random_bools(qo * kv, rng);
+  const TensorView two_d(flat.data(), DType::kBool, {qo, kv});
+  const Tensor packed = packbits(flat, BitOrder::kLittle);
+  const SinglePrefillArgs custom{.options = {.mask_mode = MaskMode::kCustom}};
+  std::vector<std::vector<std::uint16_t>> outs;
+  std::vector<std::vector<float>> lses;
+  for (const TensorView& mask : {flat.view(), two_d, packed.view()}) {
+    Tensor out = Tensor::empty({qo, hq, d}, DType::kBF16), lse = Tensor::empty({qo, hq}, DType::kF32);
+    SinglePrefillArgs a = custom;
+    a.custom_mask = mask;
+    single_prefill(q, k, v, out, a, {.lse = lse});
+    outs.push_back(bits(out));
+    lses.emplace_back(lse.data_as<float>(), lse.data_as<float>() + lse.numel());
+  }
+  EXPECT_EQ(outs[0], outs[1]);
+  EXPECT_EQ(outs[0], outs[2]);
+  EXPECT_EQ(0, std::memcmp(lses[0].data(), lses[1].data(), lses[0].size() * sizeof(float)));
+  EXPECT_EQ(0, std::memcmp(lses[0].data(), lses[2].data(), lses[0].size() * sizeof(float)));
 }
 
 // A window of 0 leaves each row exactly one key; with huge logits the output must

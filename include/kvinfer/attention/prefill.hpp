@@ -106,7 +106,9 @@ class BatchPrefillWithPagedKVCache {
 // v [kv_len, Hk, Dvo] (HND: [Hk, kv_len, D]), out [qo_len, Hq, Dvo].
 struct SinglePrefillArgs {
   AttentionOptions options;
-  TensorView custom_mask;  // bool [qo_len, kv_len] or packed uint8 (little bit order)
+  // bool [qo_len, kv_len] (row-major: it is read as the flat mask, without a copy),
+  // bool [qo_len * kv_len], or those bits packed as uint8 (little bit order).
+  TensorView custom_mask;
   KVLayout kv_layout = KVLayout::kNHD;
 };
 void single_prefill(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
