@@ -28,13 +28,26 @@ bool is_supported_head_dim(std::int64_t d) {
 
 constexpr std::int64_t kInt32Max = std::numeric_limits<std::int32_t>::max();
 
+// The backends' kernel choice and launch know no caller and name their errors
+// "attention"; the user called a wrapper (or single_prefill), so their errors are
+// raised again under its name, argument, value and rule unchanged.
+template <class F>
+decltype(auto) as_caller(std::string_view op, F&& call) {
+  try {
+    return call();
+  } catch (const Error& e) {
+    if (e.op() != "attention") throw;
+    throw Error(op, e.argument(), e.value(), e.rule());
+  }
+}
+
 }  // namespace
 
-AttentionPlan::AttentionPlan(Device device, KVLayout layout, std::optional<Capacity> capacity)
+AttentionPlan::AttentionPlan(std::string_view op, Device device, KVLayout layout, std::optional<Capacity> capacity)
     : device_(device), layout_(layout), capacity_(capacity), workspace_(device, capacity.has_value()) {
-  check_kv_layout("attention", "kv_layout", layout);
-  check_wrapper_device("attention", device);
-  if (capacity) check_capacity("attention", *capacity);
+  check_kv_layout(op, "kv_layout", layout);
+  check_wrapper_device(op, device);
+  if (capacity) check_capacity(op, *capacity);
   backend_ = &backend_for(device);
   profile_ = backend_->profile(device.index);
 }
@@ -157,7 +170,8 @@ Schedule AttentionPlan::make_plan_schedule(const PlanRequest& req, const Attenti
   in.page_size = pr.page_size;
   in.window_left = pr.window_left;
   // The kernel that will run the plan shapes its work items.
-  const AttentionKernelTraits traits = backend_->attention_kernel(pr, device_.index);
+  const AttentionKernelTraits traits =
+      as_caller(req.op, [&] { return backend_->attention_kernel(pr, device_.index); });
   if (kernel_out) *kernel_out = traits.key;
   in.q_tile_rows = traits.q_tile_rows;
   DeviceProfile profile = profile_;
@@ -382,7 +396,7 @@ void AttentionPlan::run(std::string_view op, const TensorView& q, const TensorVi
   p.item_warps = schedule_.item_warps;
   p.stream = options.stream;
   p.enable_pdl = options.enable_pdl;
-  backend_->run_attention(p);
+  as_caller(op, [&] { backend_->run_attention(p); });
 }
 
 }  // namespace kvinfer::detail

@@ -55,7 +55,8 @@ class AttentionPlan {
     std::vector<float> alibi_slopes;
   };
 
-  AttentionPlan(Device device, KVLayout layout, std::optional<Capacity> capacity);
+  // `op` names the owner (the wrapper, or single_prefill) in the constructor's errors.
+  AttentionPlan(std::string_view op, Device device, KVLayout layout, std::optional<Capacity> capacity);
 
   Device device() const { return device_; }
   KVLayout layout() const { return layout_; }

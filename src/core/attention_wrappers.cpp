@@ -64,12 +64,13 @@ void fill_shape(PlanRequest& req, const Args& a, std::int64_t head_dim_qk, std::
   req.split = a.split;
 }
 
-PlanRequest ragged_request(const RaggedPrefillPlanArgs& a) {
+// `op` names the caller in every error of the plan (the wrapper, or single_prefill).
+PlanRequest ragged_request(const RaggedPrefillPlanArgs& a, std::string_view op = kRaggedOp) {
   PlanRequest req;
-  req.op = kRaggedOp;
-  req.qo_lens = detail::host_lengths(kRaggedOp, "qo_indptr", a.qo_indptr, -1);
+  req.op = op;
+  req.qo_lens = detail::host_lengths(op, "qo_indptr", a.qo_indptr, -1);
   const auto batch = std::int64_t(req.qo_lens.size());
-  req.kv_lens = detail::host_lengths(kRaggedOp, "kv_indptr", a.kv_indptr, batch);
+  req.kv_lens = detail::host_lengths(op, "kv_indptr", a.kv_indptr, batch);
   const auto* kv_indptr = a.kv_indptr.data_as<const std::int32_t>();
   req.kv_begin.assign(kv_indptr, kv_indptr + batch);
   req.nnz_kv = kv_indptr[batch];
@@ -115,7 +116,7 @@ PlanRequest decode_request(const DecodePlanArgs& a, Device device) {
 // ---------------------------------------------------------------- ragged prefill
 BatchPrefillWithRaggedKVCache::BatchPrefillWithRaggedKVCache(Device device, KVLayout kv_layout,
                                                              std::optional<Capacity> capacity)
-    : impl_(std::make_unique<AttentionPlan>(device, kv_layout, capacity)) {}
+    : impl_(std::make_unique<AttentionPlan>(kRaggedOp, device, kv_layout, capacity)) {}
 BatchPrefillWithRaggedKVCache::~BatchPrefillWithRaggedKVCache() = default;
 BatchPrefillWithRaggedKVCache::BatchPrefillWithRaggedKVCache(BatchPrefillWithRaggedKVCache&&) noexcept = default;
 BatchPrefillWithRaggedKVCache& BatchPrefillWithRaggedKVCache::operator=(BatchPrefillWithRaggedKVCache&&) noexcept =
@@ -137,7 +138,7 @@ void BatchPrefillWithRaggedKVCache::run(const TensorView& q, const TensorView& k
 // ---------------------------------------------------------------- paged prefill
 BatchPrefillWithPagedKVCache::BatchPrefillWithPagedKVCache(Device device, KVLayout kv_layout,
                                                            std::optional<Capacity> capacity)
-    : impl_(std::make_unique<AttentionPlan>(device, kv_layout, capacity)) {}
+    : impl_(std::make_unique<AttentionPlan>(kPagedOp, device, kv_layout, capacity)) {}
 BatchPrefillWithPagedKVCache::~BatchPrefillWithPagedKVCache() = default;
 BatchPrefillWithPagedKVCache::BatchPrefillWithPagedKVCache(BatchPrefillWithPagedKVCache&&) noexcept = default;
 BatchPrefillWithPagedKVCache& BatchPrefillWithPagedKVCache::operator=(BatchPrefillWithPagedKVCache&&) noexcept =
@@ -163,7 +164,7 @@ void BatchPrefillWithPagedKVCache::run(const TensorView& q, const PagedKVCache& 
 // ---------------------------------------------------------------- decode
 BatchDecodeWithPagedKVCache::BatchDecodeWithPagedKVCache(Device device, KVLayout kv_layout,
                                                          std::optional<Capacity> capacity)
-    : impl_(std::make_unique<AttentionPlan>(device, kv_layout, capacity)) {}
+    : impl_(std::make_unique<AttentionPlan>(kDecodeOp, device, kv_layout, capacity)) {}
 BatchDecodeWithPagedKVCache::~BatchDecodeWithPagedKVCache() = default;
 BatchDecodeWithPagedKVCache::BatchDecodeWithPagedKVCache(BatchDecodeWithPagedKVCache&&) noexcept = default;
 BatchDecodeWithPagedKVCache& BatchDecodeWithPagedKVCache::operator=(BatchDecodeWithPagedKVCache&&) noexcept = default;
@@ -206,49 +207,77 @@ TensorView flat_single_mask(std::string_view op, const TensorView& m, std::int64
   return TensorView(m.data(), std::size_t(m.extent_bytes() - offset), DType::kBool, {n}, m.device());
 }
 
-}  // namespace
-
-void single_prefill(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
-                    const SinglePrefillArgs& args, const RunOptions& run) {
-  constexpr std::string_view op = "single_prefill";
+// single_prefill and single_decode: one request's ragged plan, made and run here. The
+// plan carries the caller's name (`op`), so that every error names the function that
+// was called; the shapes the plan would check against its own arguments (the indptr
+// built here) are checked first against the caller's tensors, which are what the
+// caller can fix.
+void single_prefill_as(std::string_view op, const TensorView& q, const TensorView& k, const TensorView& v,
+                       const TensorView& out, const SinglePrefillArgs& args, const RunOptions& run) {
   detail::check_rank(op, "q", q, 3);
   detail::check_rank(op, "k", k, 3);
   detail::check_rank(op, "v", v, 3);
   const bool nhd = args.kv_layout == KVLayout::kNHD;
-  const std::int64_t qo_len = q.size(0), kv_len = k.size(nhd ? 0 : 1);
+  const int len_dim = nhd ? 0 : 1, head_dim = nhd ? 1 : 0;
+  const std::int64_t qo_len = q.size(0), kv_len = k.size(len_dim);
   detail::require_v(qo_len <= std::numeric_limits<std::int32_t>::max() && kv_len <= std::numeric_limits<std::int32_t>::max(),
                     op, "k.shape", k.shape_string(), "lengths must fit in int32");
+  detail::check_size(op, "v", v, len_dim, kv_len, "kv_len, as in k");
+  detail::check_size(op, "v", v, head_dim, k.size(head_dim), "num_kv_heads, as in k");
+  detail::check_rank(op, "out", out, 3);
+  detail::check_size(op, "out", out, 0, qo_len, "qo_len = q.shape[0]");
+  detail::check_size(op, "out", out, 1, q.size(1), "num_qo_heads = q.shape[1]");
+  detail::check_size(op, "out", out, 2, v.size(2), "head_dim_vo = v.shape[2]");
+  if (run.lse.defined()) {
+    detail::check_rank(op, "lse", run.lse, 2);
+    detail::check_size(op, "lse", run.lse, 0, qo_len, "qo_len = q.shape[0]");
+    detail::check_size(op, "lse", run.lse, 1, q.size(1), "num_qo_heads = q.shape[1]");
+  }
   std::int32_t qo_indptr[2] = {0, std::int32_t(qo_len)}, kv_indptr[2] = {0, std::int32_t(kv_len)};
   const TensorView mask = flat_single_mask(op, args.custom_mask, qo_len, kv_len);
-  BatchPrefillWithRaggedKVCache w(q.device(), args.kv_layout);
-  w.plan({.qo_indptr = TensorView(qo_indptr, DType::kI32, {2}),
-          .kv_indptr = TensorView(kv_indptr, DType::kI32, {2}),
-          .num_qo_heads = q.size(1),
-          .num_kv_heads = k.size(nhd ? 1 : 0),
-          .head_dim_qk = q.size(2),
-          .head_dim_vo = v.size(2),
-          .options = args.options,
-          .custom_mask = mask,
-          .q_dtype = q.dtype(),
-          .kv_dtype = k.dtype(),
-          .o_dtype = out.defined() ? out.dtype() : q.dtype()});
-  w.run(q, k, v, out, run);
+  AttentionPlan plan(op, q.device(), args.kv_layout, std::nullopt);
+  plan.plan(ragged_request({.qo_indptr = TensorView(qo_indptr, DType::kI32, {2}),
+                            .kv_indptr = TensorView(kv_indptr, DType::kI32, {2}),
+                            .num_qo_heads = q.size(1),
+                            .num_kv_heads = k.size(head_dim),
+                            .head_dim_qk = q.size(2),
+                            .head_dim_vo = v.size(2),
+                            .options = args.options,
+                            .custom_mask = mask,
+                            .q_dtype = q.dtype(),
+                            .kv_dtype = k.dtype(),
+                            .o_dtype = out.dtype()},
+                           op));
+  plan.run(op, q, k, v, out, run);
+}
+
+}  // namespace
+
+void single_prefill(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
+                    const SinglePrefillArgs& args, const RunOptions& run) {
+  single_prefill_as("single_prefill", q, k, v, out, args, run);
 }
 
 void single_decode(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
                    const SingleDecodeArgs& args, const RunOptions& run) {
   constexpr std::string_view op = "single_decode";
   detail::check_rank(op, "q", q, 2);
+  detail::check_rank(op, "v", v, 3);
   detail::check_rank(op, "out", out, 2);
+  // Checked here on the 2-D tensors: once unsqueezed, a dimension's index would be off by one.
+  detail::check_size(op, "out", out, 0, q.size(0), "num_qo_heads = q.shape[0]");
+  detail::check_size(op, "out", out, 1, v.size(2), "head_dim_vo = v.shape[2]");
   detail::require(args.options.mask_mode == MaskMode::kNone, op, "options.mask_mode",
                   args.options.mask_mode == MaskMode::kCausal ? "causal" : "custom",
                   "decode attends the last token to every key: mask_mode must be none");
   RunOptions r = run;
   if (run.lse.defined()) {
     detail::check_rank(op, "lse", run.lse, 1);
+    detail::check_size(op, "lse", run.lse, 0, q.size(0), "num_qo_heads = q.shape[0]");
     r.lse = run.lse.unsqueeze(0);
   }
-  single_prefill(q.unsqueeze(0), k, v, out.unsqueeze(0), {.options = args.options, .kv_layout = args.kv_layout}, r);
+  single_prefill_as(op, q.unsqueeze(0), k, v, out.unsqueeze(0), {.options = args.options, .kv_layout = args.kv_layout},
+                    r);
 }
 
 }  // namespace kvinfer

@@ -113,7 +113,7 @@ MultiLevelCascadeAttention::MultiLevelCascadeAttention(int num_levels, Device de
   impl_->capacities = capacities;
   for (int l = 0; l < num_levels; ++l) {
     impl_->levels.push_back(std::make_unique<detail::AttentionPlan>(
-        device, kv_layout, capacities.empty() ? std::nullopt : std::optional<Capacity>(capacities[l])));
+        kOp, device, kv_layout, capacities.empty() ? std::nullopt : std::optional<Capacity>(capacities[l])));
   }
 }
 MultiLevelCascadeAttention::~MultiLevelCascadeAttention() = default;

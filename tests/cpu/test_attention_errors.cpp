@@ -2,6 +2,10 @@
 // Every input the attention wrappers reject: a kvinfer::Error naming the argument.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <functional>
+#include <string>
+
 #include "kvinfer/kvinfer.hpp"
 #include "testing/expect_error.hpp"
 #include "testing/random.hpp"
@@ -184,6 +188,58 @@ TEST(AttentionErrors, SinglePrefillTwoDimensionalMask) {
   Tensor t = Tensor::zeros({20, 3}, DType::kBool);
   const std::int64_t t_strides[] = {1, 3};
   expect_error(with_mask(TensorView(t.data(), DType::kBool, shape, t_strides)), "custom_mask", "contiguous");
+}
+
+// Errors name the function called: single_prefill and single_decode (not the ragged
+// wrapper they plan with), a wrapper's constructor its wrapper (not "attention").
+TEST(AttentionErrors, NameTheFunctionCalled) {
+  const auto bf16 = [](Shape shape) { return Tensor::zeros(shape, DType::kBF16); };
+  Tensor q = bf16({3, 4, 64}), k = bf16({20, 2, 64}), v = bf16({20, 2, 64}), out = bf16({3, 4, 64});
+  Tensor q1 = bf16({4, 64}), out1 = bf16({4, 64});
+  Tensor k_f32 = Tensor::zeros({20, 2, 64}, DType::kF32), lse_f16 = Tensor::zeros({3, 4}, DType::kF16);
+  Tensor q72 = bf16({3, 4, 72}), out72 = bf16({3, 4, 72}), k72 = bf16({20, 2, 72});
+  Tensor v_short = bf16({19, 2, 64}), out_short = bf16({2, 4, 64}), out1_dim = bf16({4, 128});
+  Tensor lse1_short = Tensor::zeros({3}, DType::kF32);
+  struct Case {
+    std::string_view op;
+    std::function<void()> call;
+    std::string_view argument;
+  };
+  const Case cases[] = {
+      // single_prefill: its own checks, the plan's, the run's and the constructor's.
+      {"single_prefill", [&] { single_prefill(q, k, v, out_short); }, "out.shape[0]"},
+      {"single_prefill", [&] { single_prefill(q, k, v_short, out); }, "v.shape[0]"},
+      {"single_prefill", [&] { single_prefill(q72, k72, k72, out72); }, "head_dim_qk"},
+      {"single_prefill", [&] { single_prefill(q, k_f32, k_f32, out); }, "kv_dtype"},
+      {"single_prefill", [&] { single_prefill(q, k, v, out, {.options = {.mask_mode = MaskMode::kCustom}}); },
+       "custom_mask"},
+      {"single_prefill", [&] { single_prefill(q, k, v, out, {}, {.lse = lse_f16}); }, "lse.dtype"},
+      {"single_prefill", [&] { single_prefill(q, k, v, out, {}, {.k_scale = 0.0f}); }, "k_scale"},
+      {"single_prefill", [&] { single_prefill(q, k, v, out, {.kv_layout = KVLayout(3)}); }, "kv_layout"},
+      // single_decode: likewise, its 2-D shapes named as the caller passed them.
+      {"single_decode", [&] { single_decode(q1, k_f32, k_f32, out1); }, "kv_dtype"},
+      {"single_decode", [&] { single_decode(q1, k, v, out1_dim); }, "out.shape[1]"},
+      {"single_decode", [&] { single_decode(q1, k, v, out1, {}, {.lse = lse1_short}); }, "lse.shape[0]"},
+      {"single_decode", [&] { single_decode(q1, k, v, out1, {.options = {.sm_scale = -1.0f}}); },
+       "options.sm_scale"},
+      {"single_decode", [&] { single_decode(q1, k, v, out1, {}, {.v_scale = INFINITY}); }, "v_scale"},
+      {"single_decode", [&] { single_decode(q1, k, v, out1, {.kv_layout = KVLayout(3)}); }, "kv_layout"},
+      // The constructors.
+      {"BatchPrefillWithRaggedKVCache", [] { BatchPrefillWithRaggedKVCache w(Device::cpu(), KVLayout(3)); },
+       "kv_layout"},
+      {"BatchPrefillWithPagedKVCache", [] { BatchPrefillWithPagedKVCache w(Device::cpu(), KVLayout(3)); },
+       "kv_layout"},
+      {"BatchDecodeWithPagedKVCache", [] { BatchDecodeWithPagedKVCache w(Device::cpu(), KVLayout(3)); },
+       "kv_layout"},
+      {"BatchDecodeWithPagedKVCache",
+       [] { BatchDecodeWithPagedKVCache w(Device::cpu(), KVLayout::kNHD, Capacity{.max_batch = -1}); }, "capacity"},
+      {"MultiLevelCascadeAttention", [] { MultiLevelCascadeAttention w(2, Device::cpu(), KVLayout(3)); },
+       "kv_layout"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.op) + " " + std::string(c.argument));
+    expect_error_of(c.op, c.call, c.argument);
+  }
 }
 
 TEST(AttentionErrors, CapacityExceeded) {

@@ -13,6 +13,7 @@
 #include "gpu_test_util.hpp"
 #include "testing/attention_case.hpp"
 #include "testing/case_name.hpp"
+#include "testing/expect_error.hpp"
 #include "testing/random.hpp"
 
 namespace kvinfer::testing {
@@ -240,7 +241,19 @@ TEST(CudaPrefill, HopperBackendWhereItCannotRunIsAnError) {
     FAIL() << "plan accepted backend fa3 with RoPE";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("options.backend"), std::string::npos) << e.what();
+    // The selector's error, under the name of the wrapper the caller planned with.
+    EXPECT_EQ(e.op(), "BatchPrefillWithRaggedKVCache") << e.what();
   }
+  // single_prefill plans with the same selector: its name, not the ragged wrapper's.
+  const Tensor q = Tensor::zeros({200, 4, 128}, DType::kBF16, gpu), kv = Tensor::zeros({300, 4, 128}, DType::kBF16, gpu);
+  const Tensor out = Tensor::zeros({200, 4, 128}, DType::kBF16, gpu);
+  expect_error_of("single_prefill",
+                  [&] {
+                    single_prefill(q, kv, kv, out,
+                                   {.options = {.pos_encoding = PosEncoding::kRopeLlama,
+                                                .backend = PrefillBackend::kHopper}});
+                  },
+                  "options.backend");
 }
 
 }  // namespace

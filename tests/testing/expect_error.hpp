@@ -29,6 +29,24 @@ void expect_error(F&& call, std::string_view argument, std::string_view also_in_
   }
 }
 
+// The same, and the error names the operation `op`: e.op() and the message's start
+// ("<op>: "), i.e. the function the caller called, not one it forwards to.
+template <class F>
+void expect_error_of(std::string_view op, F&& call, std::string_view argument,
+                     std::string_view also_in_message = {}) {
+  try {
+    call();
+    ADD_FAILURE() << "expected kvinfer::Error from " << op << " naming " << argument << ", nothing was thrown";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.op(), op) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind(std::string(op) + ": ", 0), 0u) << e.what();
+    EXPECT_EQ(e.argument(), argument) << e.what();
+    if (!also_in_message.empty()) {
+      EXPECT_NE(std::string(e.what()).find(also_in_message), std::string::npos) << e.what();
+    }
+  }
+}
+
 // The call w.plan(a) for a copy a of valid plan arguments that `edit` changed: what
 // expect_error takes, so that each rejected plan argument is one line.
 template <class W, class Args, class Edit>
