@@ -422,6 +422,13 @@ def single_prefill_with_kv_cache(
     o_name = _utils.dtype_name(o_dtype, op, "o_dtype")
     mask = packed_custom_mask if packed_custom_mask is not None else custom_mask
     if mask is not None and len(mask.shape) == 2:
+        # The C++ single_prefill takes a row-major 2-D mask as a view; here any strides
+        # are accepted (reshape copies where it must, as FlashInfer does), but the shape
+        # is checked as there: a [kv_len, qo_len] mask would flatten to the same size.
+        want = (q.shape[0], k.shape[1] if kv_layout == "HND" else k.shape[0])
+        if tuple(mask.shape) != want:
+            _utils.error(op, "custom_mask.shape", list(mask.shape),
+                         f"a 2-D mask must be [qo_len, kv_len] = {list(want)}")
         mask = mask.reshape(-1)
     if out is None:
         out = _utils.empty(q, (q.shape[0], q.shape[1], v.shape[-1]), o_name or _utils.dtype_of(q), op, "out")

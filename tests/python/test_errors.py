@@ -108,6 +108,33 @@ def test_page_op_errors(rng):
                                       cache, indices, indptr, last)
 
 
+def test_single_ops_and_constructors_name_themselves(rng):
+    # The C++ single_prefill / single_decode plan with the ragged wrapper; their errors
+    # still name the function called, and a constructor's its wrapper.
+    q, k = np.zeros((3, 4, 72), np.float16), np.zeros((20, 2, 72), np.float16)
+    with pytest.raises(kvinfer.Error, match=r"^single_prefill: head_dim_qk = 72: must be a multiple of 16"):
+        kvinfer.single_prefill_with_kv_cache(q, k, k)
+    with pytest.raises(kvinfer.Error, match=r"^single_decode: head_dim_qk = 72"):
+        kvinfer.single_decode_with_kv_cache(q[0], k, k)
+    with pytest.raises(kvinfer.Error, match=r"^BatchPrefillWithRaggedKVCache: kv_layout = XYZ"):
+        kvinfer.BatchPrefillWithRaggedKVCacheWrapper(workspace(), kv_layout="XYZ")
+    with pytest.raises(kvinfer.Error, match=r"^BatchDecodeWithPagedKVCache: kv_layout = XYZ"):
+        kvinfer.BatchDecodeWithPagedKVCacheWrapper(workspace(), kv_layout="XYZ")
+
+
+def test_single_prefill_two_dimensional_mask(rng):
+    # bool [qo_len, kv_len], of any strides, is the flat mask; another shape of the
+    # same size is an error (it would flatten to a different mask).
+    q, k, v = ref.make(rng, (5, 4, 64)), ref.make(rng, (9, 2, 64)), ref.make(rng, (9, 2, 64))
+    mask = rng.random((5, 9)) < 0.5
+    flat = kvinfer.single_prefill_with_kv_cache(q, k, v, custom_mask=mask.reshape(-1))
+    assert np.array_equal(kvinfer.single_prefill_with_kv_cache(q, k, v, custom_mask=mask), flat)
+    assert np.array_equal(kvinfer.single_prefill_with_kv_cache(q, k, v, custom_mask=np.asfortranarray(mask)), flat)
+    with pytest.raises(kvinfer.Error,
+                       match=r"^single_prefill_with_kv_cache: custom_mask.shape = \[9, 5\]: .*\[5, 9\]"):
+        kvinfer.single_prefill_with_kv_cache(q, k, v, custom_mask=mask.T.copy())
+
+
 def test_dtype_arguments_accept_numpy_and_strings(rng):
     page_size, hq, hk, d = 16, 4, 4, 64
     table = page_table(rng, [10], page_size)
