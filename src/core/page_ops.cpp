@@ -163,9 +163,12 @@ void get_batch_indices_positions(const TensorView& append_indptr, const TensorVi
   if (check_contents(device)) {
     const HostInts indptr = on_host(append_indptr), lens = on_host(seq_lens);
     detail::check_indptr_contents(op, "append_indptr", indptr.data(), batch_size + 1);
-    detail::require_v(indptr.data()[batch_size] == nnz, op, fmt::format("append_indptr[{}]", batch_size),
-                      indptr.data()[batch_size],
-                      fmt::format("must equal nnz = {} (the length of batch_indices and positions)", nnz));
+    // The outputs are what is sized to the input (one entry per appended token), so a
+    // mismatch names them; positions was checked to have batch_indices' length.
+    detail::require_v(indptr.data()[batch_size] == nnz, op, "batch_indices.shape[0]", nnz,
+                      fmt::format("must equal append_indptr[batch_size] = {}, the appended tokens (as must "
+                                  "positions.shape[0])",
+                                  indptr.data()[batch_size]));
     for (std::int64_t b = 0; b < batch_size; ++b) {
       const std::int32_t append_len = indptr.data()[b + 1] - indptr.data()[b];
       if (lens.data()[b] < append_len) {

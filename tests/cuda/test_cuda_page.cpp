@@ -11,10 +11,12 @@
 #include <tuple>
 #include <vector>
 
+#include "core/check.hpp"
 #include "core/op_params.hpp"
 #include "cuda/gpu_test_util.hpp"
 #include "cuda/page/append.hpp"
 #include "kvinfer/ops/page.hpp"
+#include "testing/expect_error.hpp"
 #include "testing/random.hpp"
 
 namespace kvinfer::testing {
@@ -321,6 +323,36 @@ TEST(CudaIndices, SeqLensMatchCpu) {
           << "page_size " << page_size << ", batch " << batch;
     }
   }
+}
+
+// On a GPU the index ops read their arrays' contents only in the checked mode (a
+// copy to the host and a synchronisation): KVINFER_CHECK_INDICES=1, set by ctest's
+// cuda_page_index_ops_checked for this test alone (the mode is read once per process).
+// Then a bad content is the CPU's error; the shapes are checked in either mode.
+TEST(CudaIndices, CheckedModeRejectsBadContents) {
+  KVINFER_SKIP_WITHOUT_GPU();
+  if (!detail::check_indices_enabled()) GTEST_SKIP() << "needs KVINFER_CHECK_INDICES=1";
+  const Device gpu = Device::cuda(0);
+  const auto dev = [&](std::vector<std::int32_t> v) { return int32_tensor(v).to(gpu); };
+  const auto empty = [&](std::int64_t n) { return Tensor::empty({n}, DType::kI32, gpu); };
+  const Tensor kv_indptr = dev({0, 2, 2}), lens = empty(2);
+  EXPECT_NO_THROW(get_seq_lens(kv_indptr, dev({4, 0}), 4, lens));
+  expect_error(
+      [&] {
+        get_seq_lens(kv_indptr, dev({5, 0}), 4, lens);
+      },
+      "kv_last_page_len[0]", "page_size = 4");
+  expect_error([&] { get_seq_lens(kv_indptr, dev({0, 0}), 4, lens); }, "kv_last_page_len[0]");
+  expect_error([&] { get_seq_lens(kv_indptr, dev({3, 1}), 4, lens); }, "kv_last_page_len[1]", "no pages");
+
+  const Tensor append_indptr = dev({0, 1, 3}), seq_lens = dev({4, 2}), batch = empty(3), pos = empty(3);
+  EXPECT_NO_THROW(get_batch_indices_positions(append_indptr, seq_lens, batch, pos));
+  expect_error([&] { get_batch_indices_positions(append_indptr, dev({4, 1}), batch, pos); }, "seq_lens[1]");
+  const Tensor batch4 = empty(4), pos4 = empty(4);
+  expect_error([&] { get_batch_indices_positions(append_indptr, seq_lens, batch4, pos4); },
+               "batch_indices.shape[0]", "append_indptr[batch_size] = 3");
+  expect_error([&] { get_batch_indices_positions(append_indptr, seq_lens, batch4, pos); },
+               "positions.shape[0]");
 }
 
 }  // namespace

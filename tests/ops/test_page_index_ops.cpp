@@ -62,11 +62,16 @@ TEST(GetBatchIndicesPositions, Errors) {
                "positions.shape[0]");
   expect_error([&] { get_batch_indices_positions(indptr, seq_lens, Tensor::empty({3}, DType::kI64), pos); },
                "batch_indices.dtype", "int32");
+  // Outputs of another length than the appended tokens (append_indptr[batch_size]).
   expect_error(
       [&] {
-        get_batch_indices_positions(int32_tensor(V{0, 1, 4}), seq_lens, batch, pos);
+        get_batch_indices_positions(int32_tensor(V{0, 1, 4}), int32_tensor(V{4, 3}), batch, pos);
       },
-      "append_indptr[2]");
+      "batch_indices.shape[0]", "append_indptr[batch_size] = 4");
+  Tensor batch4 = Tensor::empty({4}, DType::kI32), pos4 = Tensor::empty({4}, DType::kI32);
+  expect_error([&] { get_batch_indices_positions(indptr, seq_lens, batch4, pos4); }, "batch_indices.shape[0]",
+               "append_indptr[batch_size] = 3");
+  expect_error([&] { get_batch_indices_positions(indptr, seq_lens, batch4, pos); }, "positions.shape[0]");
   expect_error(
       [&] {
         get_batch_indices_positions(int32_tensor(V{1, 1, 3}), seq_lens, batch, pos);
@@ -77,11 +82,22 @@ TEST(GetBatchIndicesPositions, Errors) {
         get_batch_indices_positions(int32_tensor(V{0, 2, 1}), seq_lens, batch, pos);
       },
       "append_indptr[2]");
+  // A sequence shorter than its append (the lengths count the appended tokens).
   expect_error(
       [&] {
         get_batch_indices_positions(indptr, int32_tensor(V{4, 1}), batch, pos);
       },
-      "seq_lens[1]");
+      "seq_lens[1]", "2 appended token(s) of request 1");
+  expect_error(
+      [&] {
+        get_batch_indices_positions(indptr, int32_tensor(V{0, 2}), batch, pos);
+      },
+      "seq_lens[0]");
+  expect_error(
+      [&] {
+        get_batch_indices_positions(indptr, int32_tensor(V{-1, 2}), batch, pos);
+      },
+      "seq_lens[0]");
   const TensorView gpu_pos(pos.data(), DType::kI32, {3}, Device::cuda(0));
   expect_error([&] { get_batch_indices_positions(indptr, seq_lens, batch, gpu_pos); }, "positions.device");
 }
@@ -121,9 +137,26 @@ TEST(GetSeqLens, Errors) {
   expect_error([&] { get_seq_lens(indptr, int32_tensor(V{3}), 4, out); }, "kv_last_page_len.shape[0]");
   expect_error([&] { get_seq_lens(indptr, last, 4, Tensor::empty({3}, DType::kI32)); }, "seq_lens.shape[0]");
   expect_error([&] { get_seq_lens(int32_tensor(V{0, 3, 2}), last, 4, out); }, "kv_indptr[2]");
-  expect_error([&] { get_seq_lens(indptr, int32_tensor(V{5, 0}), 4, out); }, "kv_last_page_len[0]");
-  expect_error([&] { get_seq_lens(indptr, int32_tensor(V{3, 2}), 4, out); }, "kv_last_page_len[1]");
-  expect_error([&] { get_seq_lens(indptr, int32_tensor(V{0, 0}), 4, out); }, "kv_last_page_len[0]");
+  // A last page fuller than a page, or empty (or negative) in a request with pages.
+  expect_error(
+      [&] {
+        get_seq_lens(indptr, int32_tensor(V{5, 0}), 4, out);
+      },
+      "kv_last_page_len[0]", "must be in [1, page_size = 4] for a request with 2 page(s)");
+  expect_error(
+      [&] {
+        get_seq_lens(indptr, int32_tensor(V{0, 0}), 4, out);
+      },
+      "kv_last_page_len[0]", "must be in [1, page_size = 4]");
+  expect_error([&] { get_seq_lens(indptr, int32_tensor(V{-3, 0}), 4, out); }, "kv_last_page_len[0]");
+  EXPECT_NO_THROW(get_seq_lens(indptr, int32_tensor(V{4, 0}), 4, out));  // a full last page
+  EXPECT_EQ(to_vector_i32(out), (V{8, 0}));
+  // A request without pages has last_page_len 0.
+  expect_error(
+      [&] {
+        get_seq_lens(indptr, int32_tensor(V{3, 2}), 4, out);
+      },
+      "kv_last_page_len[1]", "no pages");
 }
 
 }  // namespace

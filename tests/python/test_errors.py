@@ -89,6 +89,20 @@ def test_plan_errors(rng, decode_setup):
 def test_page_op_errors(rng):
     with pytest.raises(kvinfer.Error, match=r"^get_seq_lens: kv_indptr"):
         kvinfer.get_seq_lens(np.array([0, 1], np.int64), np.array([1], np.int32), 16)
+    i32 = lambda *v: np.array(v, np.int32)  # noqa: E731
+    with pytest.raises(kvinfer.Error,
+                       match=r"^get_seq_lens: kv_last_page_len\[0\] = 17: must be in \[1, page_size = 16\]"):
+        kvinfer.get_seq_lens(i32(0, 1), i32(17), 16)
+    with pytest.raises(kvinfer.Error, match=r"^get_seq_lens: kv_last_page_len\[0\] = 0: must be in \[1, page_size"):
+        kvinfer.get_seq_lens(i32(0, 1), i32(0), 16)
+    with pytest.raises(kvinfer.Error,
+                       match=r"^get_batch_indices_positions: seq_lens\[1\] = 1: must be >= the 2 appended"):
+        kvinfer.get_batch_indices_positions(i32(0, 1, 3), i32(4, 1), 3)
+    with pytest.raises(kvinfer.Error,
+                       match=r"^get_batch_indices_positions: batch_indices.shape\[0\] = 4: must equal append_indptr"):
+        kvinfer.get_batch_indices_positions(i32(0, 1, 3), i32(4, 2), 4)
+    with pytest.raises(kvinfer.Error, match=r"^get_batch_indices_positions: positions.shape\[0\] = 2"):
+        kvinfer.get_batch_indices_positions(i32(0, 1, 3), i32(4, 2), 3, positions=np.empty(2, np.int32))
     with pytest.raises(kvinfer.Error, match=r"^packbits: bitorder = middle"):
         kvinfer.packbits(np.ones(3, bool), "middle")
     with pytest.raises(kvinfer.Error, match=r"^merge_state: "):
