@@ -35,8 +35,8 @@ IndexStatus describe(const DeviceStatus& s) {
       return {};
     case IndexArray::kKvIndices:
       out.array = "kv_indices";
-      out.rule = fmt::format("page ids must be in [0, {}), the pages of the cache{}; the kernel read no page "
-                             "through it and wrote the rows it served as zeros with LSE -inf",
+      out.rule = fmt::format("page ids must be in [0, {}), the pages of the cache{}; the kernel used a page of "
+                             "the cache in its place and wrote the rows that read it as zeros with LSE -inf",
                              s.limit, of_request);
       break;
     default:
