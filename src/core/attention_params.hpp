@@ -7,8 +7,9 @@
 #include <cstdint>
 #include <optional>
 
-#include "kvinfer/attention/options.hpp"
 #include "core/kernel_key.hpp"
+#include "core/schedule_view.hpp"
+#include "kvinfer/attention/options.hpp"
 #include "kvinfer/core/tensor.hpp"
 #include "kvinfer/layout/kv_layout.hpp"
 #include "plan/schedule.hpp"
@@ -65,12 +66,7 @@ struct AttentionParams {
   const std::uint8_t* custom_mask = nullptr;  // packed bits, little order; RequestInfo::mask_offset
 
   // The schedule, in the workspace of the run's device.
-  const RequestInfo* requests = nullptr;
-  const WorkItem* items = nullptr;
-  const MergeToken* merge_tokens = nullptr;
-  const std::int32_t* counts = nullptr;  // num_items, num_merge_tokens, batch_size, nnz_q
-  float* partial_o = nullptr;            // [max_partial_rows, Hq, Dvo]
-  float* partial_lse = nullptr;          // [max_partial_rows, Hq]
+  ScheduleView schedule;  // partial states: [max_partial_rows, H, Dvo] and [max_partial_rows, H]
   std::int32_t q_tile_rows = 0;          // packed rows per work item (the kernel's tile)
   std::int64_t max_items = 0;            // grid sizes: fixed within a capacity
   std::int64_t max_merge_tokens = 0;

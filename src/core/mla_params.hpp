@@ -8,6 +8,7 @@
 
 #include "core/device_status.hpp"
 #include "core/kernel_key.hpp"
+#include "core/schedule_view.hpp"
 #include "kvinfer/core/tensor.hpp"
 #include "plan/schedule.hpp"
 
@@ -50,13 +51,7 @@ struct MLAParams {
   TensorView kv_indices;  // int32 [>= nnz_kv]
 
   // The schedule, in the workspace of the run's device.
-  const RequestInfo* requests = nullptr;
-  const WorkItem* items = nullptr;
-  const MergeToken* merge_tokens = nullptr;
-  const std::int32_t* counts = nullptr;  // num_items, num_merge_tokens, batch_size, nnz_q
-  float* partial_o = nullptr;            // [max_partial_rows, H, Dckv]
-  float* partial_lse = nullptr;          // [max_partial_rows, H], base 2
-  DeviceStatus* status = nullptr;        // where kernels record a bad page id (core/device_status.hpp)
+  ScheduleView schedule;  // partial states: [max_partial_rows, H, Dckv] and [max_partial_rows, H]
   std::int64_t max_items = 0;            // grid sizes: fixed within a capacity
   std::int64_t max_merge_tokens = 0;
   std::int32_t q_tile_rows = 0;          // packed rows per work item (the kernel's tile)

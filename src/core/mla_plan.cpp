@@ -257,16 +257,15 @@ void MLAPlan::run(const TensorView& q_nope, const TensorView& q_pe, const MLACac
   p.ckv = cache.ckv;
   p.kpe = cache.kpe;
   p.kv_indices = kv_indices_;
-  const ScheduleView sv = workspace_.view(schedule_.layout);
-  bind_schedule(p, sv, schedule_);
-  p.status = sv.status;
+  bind_schedule(p, workspace_.view(schedule_.layout), schedule_);
   p.kernel = kernel_;
   p.q_tile_rows = schedule_.q_tile_rows;
   p.max_chunks = schedule_.max_chunks;
   p.fixed_split = schedule_.fixed_split;
   p.stream = options.stream;
   backend_->run_mla(p);
-  if (checked_run(options.check_indices)) take_status(device_, p.status, options.stream).throw_if_bad(kOp);
+  if (checked_run(options.check_indices))
+    take_status(device_, p.schedule.status, options.stream).throw_if_bad(kOp);
 }
 
 IndexStatus MLAPlan::status(Stream stream) const {

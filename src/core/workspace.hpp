@@ -11,32 +11,17 @@
 #include <string_view>
 
 #include "core/device_status.hpp"
+#include "core/schedule_view.hpp"
 #include "kvinfer/core/tensor.hpp"
 #include "plan/schedule.hpp"
 
 namespace kvinfer::detail {
 
-// Device pointers to a schedule uploaded into a workspace.
-struct ScheduleView {
-  const RequestInfo* requests = nullptr;
-  const WorkItem* items = nullptr;
-  const MergeToken* merge_tokens = nullptr;
-  const std::int32_t* counts = nullptr;  // num_items, num_merge_tokens, batch_size, nnz_q
-  float* partial_o = nullptr;
-  float* partial_lse = nullptr;
-  DeviceStatus* status = nullptr;  // in the int buffer: the plan's, so each wrapper has its own
-};
-
 // Copies a schedule's device pointers and grid sizes into the params of a backend
 // call (AttentionParams, MLAParams: the same member names).
 template <class Params>
 void bind_schedule(Params& p, const ScheduleView& sv, const Schedule& s) {
-  p.requests = sv.requests;
-  p.items = sv.items;
-  p.merge_tokens = sv.merge_tokens;
-  p.counts = sv.counts;
-  p.partial_o = sv.partial_o;
-  p.partial_lse = sv.partial_lse;
+  p.schedule = sv;
   p.max_items = s.max_items;
   p.max_merge_tokens = s.max_merge_tokens;
 }

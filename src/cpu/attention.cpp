@@ -161,7 +161,7 @@ class ItemRun {
       : p_(p),
         pr_(p.problem),
         item_(item),
-        r_(p.requests[item.request]),
+        r_(p.schedule.requests[item.request]),
         kern_(kernels()),
         dqk_(pr_.head_dim_qk),
         dvo_(pr_.head_dim_vo),
@@ -283,9 +283,9 @@ class ItemRun {
       const float lse = empty ? kNegInf : b_.m[i] + std::log2(b_.d[i]);
       if (split) {
         const std::int64_t prow = r_.partial_begin + std::int64_t(item_.chunk) * r_.qo_len + b_.token[i];
-        float* po = p_.partial_o + (prow * pr_.num_qo_heads + b_.head[i]) * dvo_;
+        float* po = p_.schedule.partial_o + (prow * pr_.num_qo_heads + b_.head[i]) * dvo_;
         for (std::int64_t d = 0; d < dvo_; ++d) po[d] = ai[d] * norm;
-        p_.partial_lse[prow * pr_.num_qo_heads + b_.head[i]] = lse;
+        p_.schedule.partial_lse[prow * pr_.num_qo_heads + b_.head[i]] = lse;
         continue;
       }
       for (std::int64_t d = 0; d < dvo_; ++d) b_.out_row[d] = ai[d] * norm;
@@ -349,7 +349,7 @@ class Grouping {
   // The items of the group item i leads, into `out` (the leader first); 0 when
   // another item leads it.
   std::int32_t members(std::int64_t i, std::int32_t* out) const {
-    const WorkItem& it = p_.items[i];
+    const WorkItem& it = p_.schedule.items[i];
     out[0] = std::int32_t(i);
     if (!groupable(it)) return 1;
     const std::int64_t h = it.kv_head;
@@ -360,12 +360,12 @@ class Grouping {
     if (start(part) != h) {
       const std::int64_t k = h - start(part - 1);  // h is the k-th head of the run before
       const std::int64_t leader = i - k * stride;
-      return leader >= 0 && same_cell(p_.items[leader], it, k) ? 0 : 1;
+      return leader >= 0 && same_cell(p_.schedule.items[leader], it, k) ? 0 : 1;
     }
     std::int32_t n = 1;
     for (std::int64_t k = 1; k < start(part + 1) - h; ++k) {
       const std::int64_t j = i + k * stride;
-      if (j < num_items_ && same_cell(it, p_.items[j], k)) out[n++] = std::int32_t(j);
+      if (j < num_items_ && same_cell(it, p_.schedule.items[j], k)) out[n++] = std::int32_t(j);
     }
     return n;
   }
@@ -378,7 +378,7 @@ class Grouping {
   // Items between one KV head's item of a cell and the next head's: the request's
   // row tiles times its chunks.
   std::int64_t cell_stride(const WorkItem& it) const {
-    const RequestInfo& r = p_.requests[it.request];
+    const RequestInfo& r = p_.schedule.requests[it.request];
     const std::int64_t rows = std::int64_t(r.qo_len) * group_;
     return std::max<std::int64_t>(1, (rows + p_.q_tile_rows - 1) / p_.q_tile_rows) * r.num_chunks;
   }
@@ -403,14 +403,14 @@ class Grouping {
 // pieces 2 KB apart (half the bandwidth, measured). The kernels spread the
 // prefetches over their loops, so the loads overlap the arithmetic.
 void run_group(const AttentionParams& p, const std::int32_t* items, std::int32_t count, Scratch& scratch) {
-  const WorkItem& first_item = p.items[items[0]];
+  const WorkItem& first_item = p.schedule.items[items[0]];
   const std::int64_t rows = first_item.row_end - first_item.row_begin;
   scratch.begin(std::size_t(count) *
                     ItemBuffers::bytes(rows, p.problem.head_dim_qk, p.problem.head_dim_vo,
                                        ItemRun::direct(p.problem, rows)) +
                 group_rows_bytes(count));
   std::optional<ItemRun> runs[kMaxGroup];
-  for (std::int32_t i = 0; i < count; ++i) runs[i].emplace(p, p.items[items[i]], scratch);
+  for (std::int32_t i = 0; i < count; ++i) runs[i].emplace(p, p.schedule.items[items[i]], scratch);
   const std::int64_t kv_end = runs[0]->kv_end();
   // Row lists: per item (K then V, kKeyBlock each), and all items' rows key-major.
   const void** per_item = scratch.take<const void*>(std::size_t(count) * 2 * kKeyBlock);
@@ -453,7 +453,7 @@ void run_group(const AttentionParams& p, const std::int32_t* items, std::int32_t
 // chunk whose LSE is NaN (a row poisoned by a non-finite logit) makes the row NaN.
 void merge_token(const AttentionParams& p, const detail::MergeToken& mt, Scratch& scratch) {
   const auto& pr = p.problem;
-  const RequestInfo& r = p.requests[mt.request];
+  const RequestInfo& r = p.schedule.requests[mt.request];
   const std::int64_t t = mt.row - r.qo_begin;
   const std::int64_t dvo = pr.head_dim_vo;
   scratch.begin(Scratch::bytes_for<float>(std::size_t(dvo)));
@@ -463,7 +463,7 @@ void merge_token(const AttentionParams& p, const detail::MergeToken& mt, Scratch
     bool nan = false;
     for (std::int32_t c = 0; c < r.num_chunks; ++c) {
       const std::int64_t prow = r.partial_begin + std::int64_t(c) * r.qo_len + t;
-      const float lse = p.partial_lse[prow * pr.num_qo_heads + h];
+      const float lse = p.schedule.partial_lse[prow * pr.num_qo_heads + h];
       nan |= std::isnan(lse);
       m = std::max(m, lse);
     }
@@ -472,9 +472,9 @@ void merge_token(const AttentionParams& p, const detail::MergeToken& mt, Scratch
     if (!nan && m != kNegInf) {
       for (std::int32_t c = 0; c < r.num_chunks; ++c) {
         const std::int64_t prow = r.partial_begin + std::int64_t(c) * r.qo_len + t;
-        const float w = std::exp2(p.partial_lse[prow * pr.num_qo_heads + h] - m);
+        const float w = std::exp2(p.schedule.partial_lse[prow * pr.num_qo_heads + h] - m);
         if (w == 0.0f) continue;
-        const float* po = p.partial_o + (prow * pr.num_qo_heads + h) * dvo;
+        const float* po = p.schedule.partial_o + (prow * pr.num_qo_heads + h) * dvo;
         for (std::int64_t k = 0; k < dvo; ++k) out[k] += w * po[k];
         d += w;
       }
@@ -508,14 +508,16 @@ std::size_t attention_scratch_bytes(const detail::AttentionProblem& pr, std::int
 }
 
 void CpuBackend::run_attention(const AttentionParams& p) const {
-  const std::int64_t num_items = p.counts[0], num_merge = p.counts[1];
+  const std::int64_t num_items = p.schedule.counts[0], num_merge = p.schedule.counts[1];
   const Grouping grouping(p, num_items);
   parallel_for(num_items, [&](std::int64_t i, Scratch& scratch) {
     std::int32_t members[kMaxGroup];
     const std::int32_t count = grouping.members(i, members);
     if (count > 0) run_group(p, members, count, scratch);
   });
-  parallel_for(num_merge, [&](std::int64_t i, Scratch& scratch) { merge_token(p, p.merge_tokens[i], scratch); });
+  parallel_for(num_merge, [&](std::int64_t i, Scratch& scratch) {
+    merge_token(p, p.schedule.merge_tokens[i], scratch);
+  });
 }
 
 }  // namespace kvinfer::cpu

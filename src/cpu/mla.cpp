@@ -113,7 +113,7 @@ struct ItemBuffers {
 
 void run_item(const MLAParams& p, const WorkItem& item, Scratch& scratch) {
   const auto& pr = p.problem;
-  const RequestInfo& r = p.requests[item.request];
+  const RequestInfo& r = p.schedule.requests[item.request];
   const std::int64_t heads = pr.num_heads, dc = pr.head_dim_ckv, dp = pr.head_dim_kpe;
   const std::int32_t nrows = item.row_end - item.row_begin;
   const ItemBuffers b(scratch, nrows, dc, dp);
@@ -208,9 +208,9 @@ void run_item(const MLAParams& p, const WorkItem& item, Scratch& scratch) {
     const float lse = empty ? kNegInf : st.m + std::log2(st.d);
     if (split) {
       const std::int64_t prow = r.partial_begin + std::int64_t(item.chunk) * r.qo_len + b.token[i];
-      float* po = p.partial_o + (prow * heads + b.head[i]) * dc;
+      float* po = p.schedule.partial_o + (prow * heads + b.head[i]) * dc;
       for (std::int64_t d = 0; d < dc; ++d) po[d] = ai[d] * norm;
-      p.partial_lse[prow * heads + b.head[i]] = lse;
+      p.schedule.partial_lse[prow * heads + b.head[i]] = lse;
       continue;
     }
     for (std::int64_t d = 0; d < dc; ++d) b.out_row[d] = ai[d] * norm;
@@ -224,7 +224,7 @@ void run_item(const MLAParams& p, const WorkItem& item, Scratch& scratch) {
 // chunk whose LSE is NaN makes the row NaN.
 void merge_token(const MLAParams& p, const detail::MergeToken& mt, Scratch& scratch) {
   const auto& pr = p.problem;
-  const RequestInfo& r = p.requests[mt.request];
+  const RequestInfo& r = p.schedule.requests[mt.request];
   const std::int64_t t = mt.row - r.qo_begin;
   const std::int64_t heads = pr.num_heads, dc = pr.head_dim_ckv;
   scratch.begin(Scratch::bytes_for<float>(std::size_t(dc)));
@@ -236,16 +236,16 @@ void merge_token(const MLAParams& p, const detail::MergeToken& mt, Scratch& scra
     float m = kNegInf;
     bool nan = false;
     for (std::int32_t c = 0; c < r.num_chunks; ++c) {
-      nan |= std::isnan(p.partial_lse[partial(c)]);
-      m = std::max(m, p.partial_lse[partial(c)]);
+      nan |= std::isnan(p.schedule.partial_lse[partial(c)]);
+      m = std::max(m, p.schedule.partial_lse[partial(c)]);
     }
     std::fill(out, out + dc, nan ? kNaN : 0.0f);
     float d = 0.0f;
     if (!nan && m != kNegInf) {
       for (std::int32_t c = 0; c < r.num_chunks; ++c) {
-        const float w = std::exp2(p.partial_lse[partial(c)] - m);
+        const float w = std::exp2(p.schedule.partial_lse[partial(c)] - m);
         if (w == 0.0f) continue;  // an empty chunk: its o is 0 and carries no weight
-        const float* po = p.partial_o + partial(c) * dc;
+        const float* po = p.schedule.partial_o + partial(c) * dc;
         for (std::int64_t k = 0; k < dc; ++k) out[k] += w * po[k];
         d += w;
       }
@@ -264,9 +264,12 @@ std::size_t mla_scratch_bytes(const detail::MLAProblem& pr, std::int64_t q_tile_
 }
 
 void CpuBackend::run_mla(const MLAParams& p) const {
-  const std::int64_t num_items = p.counts[0], num_merge = p.counts[1];
-  parallel_for(num_items, [&](std::int64_t i, Scratch& scratch) { run_item(p, p.items[i], scratch); });
-  parallel_for(num_merge, [&](std::int64_t i, Scratch& scratch) { merge_token(p, p.merge_tokens[i], scratch); });
+  const std::int64_t num_items = p.schedule.counts[0], num_merge = p.schedule.counts[1];
+  parallel_for(num_items,
+               [&](std::int64_t i, Scratch& scratch) { run_item(p, p.schedule.items[i], scratch); });
+  parallel_for(num_merge, [&](std::int64_t i, Scratch& scratch) {
+    merge_token(p, p.schedule.merge_tokens[i], scratch);
+  });
 }
 
 }  // namespace kvinfer::cpu

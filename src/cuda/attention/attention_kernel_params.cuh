@@ -7,50 +7,33 @@
 #include <type_traits>
 
 #include "core/attention_params.hpp"
+#include "core/schedule_view.hpp"
+#include "cuda/attention/params/head_shape.cuh"
+#include "cuda/attention/params/kv_source.cuh"
+#include "cuda/attention/params/logits_transform.cuh"
+#include "cuda/attention/params/mask.cuh"
 #include "cuda/common/fast_divmod.cuh"
 #include "cuda/common/launch.cuh"
 #include "cuda/common/ptx.cuh"
+#include "cuda/params/output_tensors.cuh"
+#include "cuda/params/query_tensor.cuh"
 
 namespace kvinfer::cuda {
 
+// Composed of parts, each built once from the checked problem by its own header's
+// builder (make_kernel_params): the kernels read p.q, p.out, p.kv, p.heads, p.mask,
+// p.logits and p.schedule, never the problem itself.
 struct AttentionKernelParams {
-  const void* q;           // [nnz_q, Hq, Dqk]
-  std::int64_t q_stride_n, q_stride_h;
-  void* o;                 // [nnz_q, Hq, Dvo]
-  std::int64_t o_stride_n, o_stride_h;
-  float* lse;              // [nnz_q, Hq] or null
-  std::int64_t lse_stride_n, lse_stride_h;
-
-  const void* k;           // page views (paged) or ragged tensors
-  const void* v;
-  std::int64_t k_stride_page, k_stride_token, k_stride_head;  // ragged: page stride 0
-  std::int64_t v_stride_page, v_stride_token, v_stride_head;
-  const std::int32_t* kv_indices;  // paged: page ids; null for ragged
-  FastDivmod page_size;            // ragged: 1 page of "infinite" size is avoided by kv_indices == null
-
-  const detail::RequestInfo* requests;
-  const detail::WorkItem* items;
-  const detail::MergeToken* merge_tokens;
-  const std::int32_t* counts;  // num_items, num_merge_tokens, batch_size, nnz_q
-  float* partial_o;            // [partial rows, Hq, Dvo]
-  float* partial_lse;          // [partial rows, Hq]
+  QueryTensor q;      // [nnz_q, Hq, Dqk]
+  OutputTensors out;  // o [nnz_q, Hq, Dvo], lse [nnz_q, Hq] or null
+  KVSource kv;        // paged cache or ragged tensors
+  detail::ScheduleView schedule;
   // The one-warp (decode) tile: warps of its CTA that share each item's keys and
   // merge their states in the CTA (item_warps.cuh); 1 for every other kernel.
   std::int32_t item_warps;
-
-  std::int32_t num_qo_heads;
-  std::int32_t group_size;
-  FastDivmod group_div;  // packed row -> (token, head in the group)
-  float sm_scale;        // k_scale folded in
-  float sm_scale_log2;   // sm_scale * log2(e)
-  float logits_soft_cap; // 0: off
-  float v_scale;
-  bool rope;
-  float rope_rcp_scale, rope_rcp_theta;
-  const float* alibi_slopes;  // [Hq] or null
-  bool causal;
-  std::int32_t window_left;   // -1: no window
-  const std::uint8_t* custom_mask;  // packed bits (RequestInfo::mask_offset), or null
+  HeadShape heads;
+  LogitsTransform logits;
+  Mask mask;
   // Launch only: the attention kernel is a programmatic dependent launch
   // (RunOptions::enable_pdl). Its code is the same either way: it reads its plan,
   // then waits for the previous kernel before any tensor of the caller's.

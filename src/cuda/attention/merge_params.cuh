@@ -6,23 +6,16 @@
 
 #include <cstdint>
 
-#include "plan/schedule.hpp"
+#include "core/schedule_view.hpp"
+#include "cuda/params/output_tensors.cuh"
 
 namespace kvinfer::cuda {
 
 struct MergeParams {
-  void* o;  // [nnz_q, H, D]
-  std::int64_t o_stride_n, o_stride_h;
-  float* lse;  // [nnz_q, H] or null
-  std::int64_t lse_stride_n, lse_stride_h;
+  OutputTensors out;       // [nnz_q, H, D] and [nnz_q, H] or null
   float lse_scale = 1.0f;  // of the LSE written: 1 (base 2) or ln 2 (MLA's base e)
-
-  const detail::RequestInfo* requests;
-  const detail::MergeToken* merge_tokens;
-  const std::int32_t* counts;  // num_items, num_merge_tokens, batch_size, nnz_q
-  float* partial_o;            // [partial rows, H, D]
-  float* partial_lse;          // [partial rows, H], base 2
-  std::int32_t num_qo_heads;   // H
+  detail::ScheduleView schedule;  // the merge tokens and the partial states ([rows, H, D], [rows, H], base 2)
+  std::int32_t num_qo_heads;      // H
 };
 
 }  // namespace kvinfer::cuda

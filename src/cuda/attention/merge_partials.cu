@@ -68,7 +68,7 @@ __device__ __forceinline__ void store_merged(const MergeParams& p, std::int64_t 
 #pragma unroll
   for (int i = 0; i < 4; ++i) out[i] = from_float<TO>(x[i] * inv);
   using Chunk = std::conditional_t<sizeof(TO) == 4, uint4, uint2>;  // 4 elements (rows are 16-byte aligned)
-  *reinterpret_cast<Chunk*>(static_cast<TO*>(p.o) + row * p.o_stride_n + h * p.o_stride_h + e0) =
+  *reinterpret_cast<Chunk*>(static_cast<TO*>(p.out.o) + row * p.out.o_stride_n + h * p.out.o_stride_h + e0) =
       *reinterpret_cast<const Chunk*>(out);
 }
 
@@ -91,9 +91,9 @@ struct MergeRow {
 // else waits for the attention kernel.
 __device__ __forceinline__ bool begin_merge_row(const MergeParams& p, int slot, MergeRow& m) {
   const int token = slot / p.num_qo_heads;
-  if (token >= p.counts[1]) return false;
-  const detail::MergeToken mt = p.merge_tokens[token];
-  m.r = p.requests[mt.request];
+  if (token >= p.schedule.counts[1]) return false;
+  const detail::MergeToken mt = p.schedule.merge_tokens[token];
+  m.r = p.schedule.requests[mt.request];
   m.row = mt.row;
   m.h = slot % p.num_qo_heads;
   m.t = mt.row - m.r.qo_begin;
@@ -133,20 +133,20 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   for (int k = 0; k < kPrefetch; ++k) {
     const int c = warp + k * warps;
     const bool ok = c < r.num_chunks && e_first < head_dim;
-    pre_lse[k] = ok ? p.partial_lse[state(c)] : -INFINITY;
-    pre_o[k] = ok ? *reinterpret_cast<const float4*>(p.partial_o + state(c) * head_dim + e_first)
+    pre_lse[k] = ok ? p.schedule.partial_lse[state(c)] : -INFINITY;
+    pre_o[k] = ok ? *reinterpret_cast<const float4*>(p.schedule.partial_o + state(c) * head_dim + e_first)
                   : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
 
   float m = -INFINITY;
 #pragma unroll 4
-  for (int c = lane; c < r.num_chunks; c += 32) m = fmaxf(m, p.partial_lse[state(c)]);
+  for (int c = lane; c < r.num_chunks; c += 32) m = fmaxf(m, p.schedule.partial_lse[state(c)]);
   m = warp_max(m);
   if (m == kBadChunkLse) m = -INFINITY;  // a chunk met a bad page id: the row is zeros, LSE -inf
   float d = 0.0f;
   if (m != -INFINITY) {
 #pragma unroll 4
-    for (int c = lane; c < r.num_chunks; c += 32) d += exp2_approx(p.partial_lse[state(c)] - m);
+    for (int c = lane; c < r.num_chunks; c += 32) d += exp2_approx(p.schedule.partial_lse[state(c)] - m);
   }
   d = warp_sum(d);
 
@@ -169,8 +169,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
       }
 #pragma unroll 4
       for (int c = c0; c < r.num_chunks; c += warps) {
-        const float w = exp2_approx(p.partial_lse[state(c)] - m);
-        const float4 o = *reinterpret_cast<const float4*>(p.partial_o + state(c) * head_dim + e0);
+        const float w = exp2_approx(p.schedule.partial_lse[state(c)] - m);
+        const float4 o = *reinterpret_cast<const float4*>(p.schedule.partial_o + state(c) * head_dim + e0);
         acc.x += w * o.x;
         acc.y += w * o.y;
         acc.z += w * o.z;
@@ -192,8 +192,9 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     }
     store_merged<TO>(p, row, h, e0, sum, inv);
   }
-  if (threadIdx.x == 0 && p.lse) {
-    p.lse[row * p.lse_stride_n + h * p.lse_stride_h] = d > 0.0f ? (m + __log2f(d)) * p.lse_scale : -INFINITY;
+  if (threadIdx.x == 0 && p.out.lse) {
+    p.out.lse[row * p.out.lse_stride_n + h * p.out.lse_stride_h] =
+        d > 0.0f ? (m + __log2f(d)) * p.lse_scale : -INFINITY;
   }
 }
 
@@ -220,16 +221,17 @@ __global__ void __launch_bounds__(kRowWarps * 32)
   float4 pre[kPrefetch];
 #pragma unroll
   for (int k = 0; k < kPrefetch; ++k) {
-    pre[k] = k < n && e_first < head_dim ? *reinterpret_cast<const float4*>(p.partial_o + state(k) * head_dim + e_first)
-                                         : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    pre[k] = k < n && e_first < head_dim
+                 ? *reinterpret_cast<const float4*>(p.schedule.partial_o + state(k) * head_dim + e_first)
+                 : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
   float m = -INFINITY;
-  for (int c = lane; c < n; c += 32) m = fmaxf(m, p.partial_lse[state(c)]);
+  for (int c = lane; c < n; c += 32) m = fmaxf(m, p.schedule.partial_lse[state(c)]);
   m = warp_max(m);
   if (m == kBadChunkLse) m = -INFINITY;  // a chunk met a bad page id: the row is zeros, LSE -inf
   // This lane's weight of chunk c0 + lane (0 past the last chunk or for an empty one).
   const auto weight = [&](int c0) {
-    return m != -INFINITY && c0 + lane < n ? exp2_approx(p.partial_lse[state(c0 + lane)] - m) : 0.0f;
+    return m != -INFINITY && c0 + lane < n ? exp2_approx(p.schedule.partial_lse[state(c0 + lane)] - m) : 0.0f;
   };
   float d = 0.0f;
   for (int c0 = 0; c0 < n; c0 += 32) d += weight(c0);
@@ -238,7 +240,9 @@ __global__ void __launch_bounds__(kRowWarps * 32)
 
   // The loops are uniform across the warp (every lane reaches the shuffles); lanes past
   // head_dim load and store nothing. The sum takes the fixed order (the top of this file).
-  const auto load = [&](int c, int e0) { return *reinterpret_cast<const float4*>(p.partial_o + state(c) * head_dim + e0); };
+  const auto load = [&](int c, int e0) {
+    return *reinterpret_cast<const float4*>(p.schedule.partial_o + state(c) * head_dim + e0);
+  };
   const auto add_product = [](float (&sum)[4], float w, const float4& o) {  // a class of one chunk
     float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     add_weighted(s, w, o);
@@ -278,8 +282,9 @@ __global__ void __launch_bounds__(kRowWarps * 32)
     }
     if (mine) store_merged<TO>(p, row, h, e0, sum, inv);
   }
-  if (lane == 0 && p.lse)
-    p.lse[row * p.lse_stride_n + h * p.lse_stride_h] = d > 0.0f ? (m + __log2f(d)) * p.lse_scale : -INFINITY;
+  if (lane == 0 && p.out.lse)
+    p.out.lse[row * p.out.lse_stride_n + h * p.out.lse_stride_h] =
+        d > 0.0f ? (m + __log2f(d)) * p.lse_scale : -INFINITY;
 }
 
 // A CTA per (query row, head), as merge_partials_kernel, warp w summing the classes
@@ -309,18 +314,18 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   for (int s = 0; s < kPrefetch; ++s) {
     const int c = slot_chunk(s);
     const bool ok = c < n && e_first < head_dim;
-    pre_lse[s] = ok ? p.partial_lse[state(c)] : -INFINITY;
-    pre_o[s] = ok ? *reinterpret_cast<const float4*>(p.partial_o + state(c) * head_dim + e_first)
+    pre_lse[s] = ok ? p.schedule.partial_lse[state(c)] : -INFINITY;
+    pre_o[s] = ok ? *reinterpret_cast<const float4*>(p.schedule.partial_o + state(c) * head_dim + e_first)
                   : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
   float m = -INFINITY;
 #pragma unroll 4
-  for (int c = lane; c < n; c += 32) m = fmaxf(m, p.partial_lse[state(c)]);
+  for (int c = lane; c < n; c += 32) m = fmaxf(m, p.schedule.partial_lse[state(c)]);
   m = warp_max(m);
   if (m == kBadChunkLse) m = -INFINITY;  // a chunk met a bad page id: the row is zeros, LSE -inf
   float d = 0.0f;
 #pragma unroll 4
-  for (int c = lane; c < n; c += 32) d += weight(p.partial_lse[state(c)], m);
+  for (int c = lane; c < n; c += 32) d += weight(p.schedule.partial_lse[state(c)], m);
   d = warp_sum(d);
 
   extern __shared__ float4 sm_classes[];  // [kClasses][head_dim / 4]
@@ -339,8 +344,8 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
       }
 #pragma unroll 2
       for (; c < n; c += kClasses) {
-        add_weighted(acc, weight(p.partial_lse[state(c)], m),
-                     *reinterpret_cast<const float4*>(p.partial_o + state(c) * head_dim + e0));
+        add_weighted(acc, weight(p.schedule.partial_lse[state(c)], m),
+                     *reinterpret_cast<const float4*>(p.schedule.partial_o + state(c) * head_dim + e0));
       }
       sm_classes[k * row4 + e0 / 4] = acc;
     }
@@ -353,8 +358,9 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     for (int k = 0; k < kClasses; ++k) add_class(sum, sm_classes[k * row4 + e0 / 4]);
     store_merged<TO>(p, row, h, e0, sum, inv);
   }
-  if (threadIdx.x == 0 && p.lse) {
-    p.lse[row * p.lse_stride_n + h * p.lse_stride_h] = d > 0.0f ? (m + __log2f(d)) * p.lse_scale : -INFINITY;
+  if (threadIdx.x == 0 && p.out.lse) {
+    p.out.lse[row * p.out.lse_stride_n + h * p.out.lse_stride_h] =
+        d > 0.0f ? (m + __log2f(d)) * p.lse_scale : -INFINITY;
   }
 }
 

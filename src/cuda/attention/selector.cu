@@ -111,61 +111,16 @@ detail::AttentionKernelTraits CudaBackend::attention_kernel(const detail::Attent
           .min_chunk_tokens = std::max<std::int64_t>(256, min_keys)};
 }
 
-
 AttentionKernelParams make_kernel_params(const detail::AttentionParams& p) {
-  const detail::AttentionProblem& pr = p.problem;
   AttentionKernelParams k{};
-  k.q = p.q.data();
-  k.q_stride_n = p.q.stride(0);
-  k.q_stride_h = p.q.stride(1);
-  k.o = p.o.data();
-  k.o_stride_n = p.o.stride(0);
-  k.o_stride_h = p.o.stride(1);
-  if (p.lse.defined()) {
-    k.lse = p.lse.data_as<float>();
-    k.lse_stride_n = p.lse.stride(0);
-    k.lse_stride_h = p.lse.stride(1);
-  }
-  k.k = p.k.data();
-  k.v = p.v.data();
-  if (pr.storage == detail::KVStorage::kPaged) {
-    const PageStrides ks = page_strides(p.k, pr.layout), vs = page_strides(p.v, pr.layout);
-    k.k_stride_page = ks.page;
-    k.k_stride_token = ks.token;
-    k.k_stride_head = ks.head;
-    k.v_stride_page = vs.page;
-    k.v_stride_token = vs.token;
-    k.v_stride_head = vs.head;
-    k.kv_indices = p.kv_indices.data_as<const std::int32_t>();
-    k.page_size = FastDivmod(std::uint32_t(pr.page_size));
-  } else {
-    const bool nhd = pr.layout == KVLayout::kNHD;
-    k.k_stride_token = p.k.stride(nhd ? 0 : 1);
-    k.k_stride_head = p.k.stride(nhd ? 1 : 0);
-    k.v_stride_token = p.v.stride(nhd ? 0 : 1);
-    k.v_stride_head = p.v.stride(nhd ? 1 : 0);
-  }
-  k.requests = p.requests;
-  k.items = p.items;
-  k.merge_tokens = p.merge_tokens;
-  k.counts = p.counts;
-  k.partial_o = p.partial_o;
-  k.partial_lse = p.partial_lse;
+  k.q = query_tensor(p.q);
+  k.out = output_tensors(p.o, p.lse);
+  k.kv = kv_source(p);
+  k.schedule = p.schedule;
   k.item_warps = p.item_warps;
-  k.num_qo_heads = std::int32_t(pr.num_qo_heads);
-  k.group_size = std::int32_t(pr.group_size());
-  k.group_div = FastDivmod(std::uint32_t(pr.group_size()));
-  k.sm_scale = p.sm_scale;
-  k.sm_scale_log2 = p.sm_scale * 1.4426950408889634f;
-  k.logits_soft_cap = pr.logits_soft_cap;
-  k.v_scale = p.v_scale;
-  k.rope = pr.pos_encoding == PosEncoding::kRopeLlama;
-  k.rope_rcp_scale = pr.rope_rcp_scale;
-  k.rope_rcp_theta = pr.rope_rcp_theta;
-  k.alibi_slopes = pr.pos_encoding == PosEncoding::kAlibi ? p.alibi_slopes : nullptr;
-  k.causal = pr.mask_mode == MaskMode::kCausal;
-  k.window_left = pr.window_left;
-  k.custom_mask = pr.mask_mode == MaskMode::kCustom ? p.custom_mask : nullptr;
+  k.heads = head_shape(p.problem);
+  k.logits = logits_transform(p);
+  k.mask = mask_of(p);
 #if KVINFER_CUDA_TIMELINE
   k.timeline = g_warp_timeline;
 #endif
@@ -209,18 +164,7 @@ void CudaBackend::run_attention(const detail::AttentionParams& p) const {
   }
   // Programmatic launch only where the merge runs its sm_90a code, which waits for
   // the attention kernel (griddepcontrol.wait); other code would not wait.
-  const MergeParams merge{.o = k.o,
-                          .o_stride_n = k.o_stride_n,
-                          .o_stride_h = k.o_stride_h,
-                          .lse = k.lse,
-                          .lse_stride_n = k.lse_stride_n,
-                          .lse_stride_h = k.lse_stride_h,
-                          .requests = p.requests,
-                          .merge_tokens = p.merge_tokens,
-                          .counts = p.counts,
-                          .partial_o = p.partial_o,
-                          .partial_lse = p.partial_lse,
-                          .num_qo_heads = k.num_qo_heads};
+  const MergeParams merge{.out = k.out, .schedule = p.schedule, .num_qo_heads = k.heads.num_qo_heads};
   launch_merge_partials(merge, pr.o_dtype, int(pr.head_dim_vo), p.max_merge_tokens, p.max_chunks, p.fixed_split,
                         hopper_device(device), stream);
 }

@@ -45,24 +45,25 @@ __device__ __forceinline__ void mla_epilogue(const MlaKernelParams& p, const det
     if (split) {
       const std::int64_t state =
           (r.partial_begin + std::int64_t(item.chunk) * r.qo_len + token) * heads + head;
-      float* po = p.partial_o + state * S::kDc + c0 * 8 + 2 * t;
+      float* po = p.schedule.partial_o + state * S::kDc + c0 * 8 + 2 * t;
 #pragma unroll
       for (int n = 0; n < S::kOFrags; ++n) {
         *reinterpret_cast<float2*>(po + 8 * n) = make_float2(acc[n][2 * h] * inv, acc[n][2 * h + 1] * inv);
       }
-      if (c0 == 0 && t == 0) p.partial_lse[state] = lse;
+      if (c0 == 0 && t == 0) p.schedule.partial_lse[state] = lse;
       continue;
     }
     const std::int64_t n_out = r.qo_begin + token;
     auto* po = reinterpret_cast<std::uint32_t*>(
-        static_cast<char*>(p.o) + (n_out * p.o_stride_n + head * p.o_stride_h + c0 * 8 + 2 * t) * 2);
+        static_cast<char*>(p.out.o) +
+        (n_out * p.out.o_stride_n + head * p.out.o_stride_h + c0 * 8 + 2 * t) * 2);
 #pragma unroll
     for (int n = 0; n < S::kOFrags; ++n) {
       const float x = acc[n][2 * h] * inv, y = acc[n][2 * h + 1] * inv;
       po[4 * n] = p.o_bf16 ? mma::pack2<__nv_bfloat16>(x, y) : mma::pack2<__half>(x, y);
     }
-    if (p.lse != nullptr && c0 == 0 && t == 0) {
-      p.lse[n_out * p.lse_stride_n + head * p.lse_stride_h] = lse * p.lse_scale;
+    if (p.out.lse != nullptr && c0 == 0 && t == 0) {
+      p.out.lse[n_out * p.out.lse_stride_n + head * p.out.lse_stride_h] = lse * p.lse_scale;
     }
   }
 }
@@ -75,11 +76,11 @@ __device__ __forceinline__ void mla_epilogue(const MlaKernelParams& p, const det
 template <class S>
 __device__ __forceinline__ void mla_discard_bad_item(const MlaKernelParams& p, const detail::WorkItem& item,
                                                      const detail::RequestInfo& r, const MlaKeys& keys, int rows) {
-  if (!__syncthreads_or(bad_page_seen(keys.seen, p.num_pages))) return;
+  if (!__syncthreads_or(bad_page_seen(keys.seen, p.pages.num_pages))) return;
   if (threadIdx.x == 0) {
-    const std::int64_t first = item.kv_base + p.page_size.div(std::uint32_t(keys.key_begin));
-    const std::int64_t last = item.kv_base + p.page_size.div(std::uint32_t(keys.key_end - 1)) + 1;
-    record_bad_pages(p.status, p.kv_indices, first, last, p.num_pages, item.request);
+    const std::int64_t first = item.kv_base + p.pages.page_size.div(std::uint32_t(keys.key_begin));
+    const std::int64_t last = item.kv_base + p.pages.page_size.div(std::uint32_t(keys.key_end - 1)) + 1;
+    record_bad_pages(p.schedule.status, p.pages.page_ids, first, last, p.pages.num_pages, item.request);
   }
   const std::int64_t heads = p.num_heads.divisor;
   constexpr int kChunks = S::kDc / 8;  // 16-byte chunks of a 16-bit output row
@@ -88,14 +89,18 @@ __device__ __forceinline__ void mla_discard_bad_item(const MlaKernelParams& p, c
     const std::int64_t token = p.num_heads.divmod(std::uint32_t(item.row_begin + i / kChunks), &head);
     if (r.num_chunks > 1) {
       if (i % kChunks == 0) {
-        p.partial_lse[(r.partial_begin + std::int64_t(item.chunk) * r.qo_len + token) * heads + head] = kBadChunkLse;
+        p.schedule
+            .partial_lse[(r.partial_begin + std::int64_t(item.chunk) * r.qo_len + token) * heads + head] =
+            kBadChunkLse;
       }
       continue;
     }
     const std::int64_t n = r.qo_begin + token;
-    ptx::st_v4(static_cast<char*>(p.o) + (n * p.o_stride_n + head * p.o_stride_h) * 2 + (i % kChunks) * 16,
+    ptx::st_v4(static_cast<char*>(p.out.o) + (n * p.out.o_stride_n + head * p.out.o_stride_h) * 2 +
+                   (i % kChunks) * 16,
                make_uint4(0, 0, 0, 0));
-    if (p.lse != nullptr && i % kChunks == 0) p.lse[n * p.lse_stride_n + head * p.lse_stride_h] = -INFINITY;
+    if (p.out.lse != nullptr && i % kChunks == 0)
+      p.out.lse[n * p.out.lse_stride_n + head * p.out.lse_stride_h] = -INFINITY;
   }
 }
 

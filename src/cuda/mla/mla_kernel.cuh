@@ -64,9 +64,9 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads,
   extern __shared__ __align__(128) unsigned char smem[];
 
   // The work item, the thread's indices and the keys the item's rows see.
-  const detail::WorkItem item = load_work_item(p.items + blockIdx.x);
+  const detail::WorkItem item = load_work_item(p.schedule.items + blockIdx.x);
   if (unused_item(item)) return;
-  const detail::RequestInfo r = p.requests[item.request];
+  const detail::RequestInfo r = p.schedule.requests[item.request];
   wait_for_inputs();
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int g = lane / 4, t = lane % 4;  // the lane's accumulator rows g, g + 8 and column pair t

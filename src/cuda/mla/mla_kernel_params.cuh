@@ -8,34 +8,25 @@
 
 #include "core/device_status.hpp"
 #include "core/mla_params.hpp"
+#include "core/schedule_view.hpp"
 #include "cuda/common/fast_divmod.cuh"
+#include "cuda/params/kv_tensor.cuh"
+#include "cuda/params/output_tensors.cuh"
+#include "cuda/params/page_lookup.cuh"
+#include "cuda/params/query_tensor.cuh"
 
 namespace kvinfer::cuda {
 
 struct MlaKernelParams {
-  const void* q_nope;  // [nnz_q, H, 512]
-  std::int64_t q_nope_stride_n, q_nope_stride_h;
-  const void* q_pe;    // [nnz_q, H, 64], or null without a rotary part
-  std::int64_t q_pe_stride_n, q_pe_stride_h;
-  void* o;             // [nnz_q, H, 512]
-  std::int64_t o_stride_n, o_stride_h;
+  QueryTensor q_nope;  // [nnz_q, H, 512]
+  QueryTensor q_pe;    // [nnz_q, H, 64], or absent without a rotary part
+  OutputTensors out;   // [nnz_q, H, 512] and [nnz_q, H] or null
   bool o_bf16;         // out is bfloat16 (else float16)
-  float* lse;          // [nnz_q, H] or null
-  std::int64_t lse_stride_n, lse_stride_h;
 
-  const void* ckv;  // [max_pages, page_size, 512]
-  std::int64_t ckv_stride_page, ckv_stride_token;
-  const void* kpe;  // [max_pages, page_size, 64], or null
-  std::int64_t kpe_stride_page, kpe_stride_token;
-  const std::int32_t* kv_indices;
-  FastDivmod page_size;
-  std::uint32_t num_pages;        // page ids must be below it (the pages of ckv and of kpe)
-  detail::DeviceStatus* status;   // where a bad page id is recorded (core/device_status.hpp)
-
-  const detail::RequestInfo* requests;
-  const detail::WorkItem* items;
-  float* partial_o;    // [partial rows, H, 512]
-  float* partial_lse;  // [partial rows, H], base 2
+  KVTensor ckv;                   // [max_pages, page_size, 512]
+  KVTensor kpe;                   // [max_pages, page_size, 64], or absent
+  PageLookup pages;               // num_pages: of ckv and of kpe, whichever has fewer
+  detail::ScheduleView schedule;  // status: where a bad page id is recorded (core/device_status.hpp)
 
   FastDivmod num_heads;  // packed row -> (token, head)
   // Base-2 logits: (q_nope . ckv) * nope_scale + (q_pe . kpe) * pe_scale, with

@@ -39,7 +39,7 @@ __device__ __forceinline__ MlaKeys mla_keys(const MlaKernelParams& p, const deta
   keys.full_end = keys.end_for(tok_lo);
   keys.num_tiles =
       keys.key_end > keys.key_begin ? (keys.key_end - keys.key_begin + S::kKeys - 1) / S::kKeys : 0;
-  keys.pages = p.kv_indices + item.kv_base;
+  keys.pages = p.pages.page_ids + item.kv_base;
   return keys;
 }
 

@@ -36,10 +36,10 @@ __device__ __forceinline__ void mla_copy_q(const MlaKernelParams& p, const detai
     const std::int64_t token = valid ? p.num_heads.divmod(std::uint32_t(item.row_begin + row), &head) : 0;
     const std::int64_t n = r.qo_begin + token;
     const char* src = c < S::kDc / 8
-                          ? static_cast<const char*>(p.q_nope) +
-                                (n * p.q_nope_stride_n + head * p.q_nope_stride_h) * 2 + c * 16
-                          : static_cast<const char*>(p.q_pe) +
-                                (n * p.q_pe_stride_n + head * p.q_pe_stride_h) * 2 + (c - S::kDc / 8) * 16;
+                          ? static_cast<const char*>(p.q_nope.data) +
+                                (n * p.q_nope.stride_n + head * p.q_nope.stride_h) * 2 + c * 16
+                          : static_cast<const char*>(p.q_pe.data) +
+                                (n * p.q_pe.stride_n + head * p.q_pe.stride_h) * 2 + (c - S::kDc / 8) * 16;
     ptx::cp_async_or_zero<16>(q_tile + swizzled_chunk<S::kDqk>(row, c) * 16, src, valid);
   }
 }
@@ -59,8 +59,8 @@ __device__ __forceinline__ MlaKeyRow mla_key_row(const MlaKernelParams& p, const
   const int kv = key0 + int(threadIdx.x) / S::kThreadsPerKey;
   MlaKeyRow row;
   row.valid = kv < key_end;
-  const std::uint32_t page_slot = p.page_size.divmod(std::uint32_t(row.valid ? kv : 0), &row.slot);
-  row.page = row.valid ? checked_page(pages[page_slot], p.num_pages, seen) : 0;
+  const std::uint32_t page_slot = p.pages.page_size.divmod(std::uint32_t(row.valid ? kv : 0), &row.slot);
+  row.page = row.valid ? checked_page(pages[page_slot], p.pages.num_pages, seen) : 0;
   return row;
 }
 
@@ -76,10 +76,11 @@ __device__ __forceinline__ void mla_copy_kv(const MlaKernelParams& p, const MlaK
   const std::int64_t page = row.page, slot = row.slot;
   constexpr auto kElem = std::int64_t(sizeof(TKV));
   const char* ckv =
-      static_cast<const char*>(p.ckv) + (page * p.ckv_stride_page + slot * p.ckv_stride_token) * kElem;
+      static_cast<const char*>(p.ckv.data) + (page * p.ckv.stride_page + slot * p.ckv.stride_token) * kElem;
   const char* kpe = nullptr;
   if constexpr (S::kKpe) {
-    kpe = static_cast<const char*>(p.kpe) + (page * p.kpe_stride_page + slot * p.kpe_stride_token) * kElem;
+    kpe =
+        static_cast<const char*>(p.kpe.data) + (page * p.kpe.stride_page + slot * p.kpe.stride_token) * kElem;
   }
   // 16-byte chunks of the row: 8 elements of 16-bit KV, 16 of fp8.
   constexpr int kElemsPerChunk = 16 / int(kElem);

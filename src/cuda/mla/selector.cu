@@ -108,38 +108,15 @@ void CudaBackend::run_mla(const detail::MLAParams& p) const {
 
   constexpr float kLog2e = 1.4426950408889634f, kLn2 = 0.6931471805599453f;
   MlaKernelParams k{};
-  k.q_nope = p.q_nope.data();
-  k.q_nope_stride_n = p.q_nope.stride(0);
-  k.q_nope_stride_h = p.q_nope.stride(1);
-  k.o = p.o.data();
-  k.o_stride_n = p.o.stride(0);
-  k.o_stride_h = p.o.stride(1);
+  k.q_nope = query_tensor(p.q_nope);
+  k.q_pe = query_tensor(pr.head_dim_kpe > 0 ? p.q_pe : TensorView());
+  k.out = output_tensors(p.o, p.lse);
   k.o_bf16 = pr.o_dtype == DType::kBF16;
-  if (p.lse.defined()) {
-    k.lse = p.lse.data_as<float>();
-    k.lse_stride_n = p.lse.stride(0);
-    k.lse_stride_h = p.lse.stride(1);
-  }
-  k.ckv = p.ckv.data();
-  k.ckv_stride_page = p.ckv.stride(0);
-  k.ckv_stride_token = p.ckv.stride(1);
-  if (pr.head_dim_kpe > 0) {
-    k.q_pe = p.q_pe.data();
-    k.q_pe_stride_n = p.q_pe.stride(0);
-    k.q_pe_stride_h = p.q_pe.stride(1);
-    k.kpe = p.kpe.data();
-    k.kpe_stride_page = p.kpe.stride(0);
-    k.kpe_stride_token = p.kpe.stride(1);
-  }
-  k.kv_indices = p.kv_indices.data_as<const std::int32_t>();
-  k.page_size = FastDivmod(std::uint32_t(pr.page_size));
-  const std::int64_t num_pages = pr.head_dim_kpe > 0 ? std::min(p.ckv.size(0), p.kpe.size(0)) : p.ckv.size(0);
-  k.num_pages = std::uint32_t(std::min<std::int64_t>(num_pages, std::int64_t(1) << 31));  // ids are int32
-  k.status = p.status;
-  k.requests = p.requests;
-  k.items = p.items;
-  k.partial_o = p.partial_o;
-  k.partial_lse = p.partial_lse;
+  k.ckv = latent_cache_tensor(p.ckv);
+  k.kpe = latent_cache_tensor(pr.head_dim_kpe > 0 ? p.kpe : TensorView());
+  k.pages = page_lookup(p.kv_indices, pr.page_size,
+                        pr.head_dim_kpe > 0 ? std::min(p.ckv.size(0), p.kpe.size(0)) : p.ckv.size(0));
+  k.schedule = p.schedule;
   k.num_heads = FastDivmod(std::uint32_t(pr.num_heads));
   k.nope_scale = pr.sm_scale * kLog2e * p.ckv_scale;
   k.pe_scale = pr.sm_scale * kLog2e * p.kpe_scale;
@@ -157,18 +134,9 @@ void CudaBackend::run_mla(const detail::MLAParams& p) const {
 
   // The merge of split requests is attention's: the same partial-state layout
   // ([rows, H, 512] and [rows, H], base 2).
-  const MergeParams merge{.o = k.o,
-                          .o_stride_n = k.o_stride_n,
-                          .o_stride_h = k.o_stride_h,
-                          .lse = k.lse,
-                          .lse_stride_n = k.lse_stride_n,
-                          .lse_stride_h = k.lse_stride_h,
+  const MergeParams merge{.out = k.out,
                           .lse_scale = k.lse_scale,
-                          .requests = p.requests,
-                          .merge_tokens = p.merge_tokens,
-                          .counts = p.counts,
-                          .partial_o = p.partial_o,
-                          .partial_lse = p.partial_lse,
+                          .schedule = p.schedule,
                           .num_qo_heads = std::int32_t(pr.num_heads)};
   launch_merge_partials(merge, pr.o_dtype, int(pr.head_dim_ckv), p.max_merge_tokens, p.max_chunks, p.fixed_split,
                         hopper_device(device), stream);

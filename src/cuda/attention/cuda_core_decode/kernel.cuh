@@ -114,7 +114,8 @@ __device__ __forceinline__ void decode_scores(float (&s)[kRows][kUnroll], const 
     float kf[kVec];
     kv_k[u].to_float(kf);
     const int j = j0 + u * kStreams;
-    if (p.rope) rope_vec8<D>(kf, lane_in_row, float(j), p.rope_rcp_scale, p.rope_rcp_theta);
+    if (p.logits.rope)
+      rope_vec8<D>(kf, lane_in_row, float(j), p.logits.rope_rcp_scale, p.logits.rope_rcp_theta);
     float dots[kRows];
 #pragma unroll
     for (int i = 0; i < kRows; ++i) {
@@ -127,9 +128,10 @@ __device__ __forceinline__ void decode_scores(float (&s)[kRows][kUnroll], const 
     for (int i = 0; i < kRows; ++i) {
       float dot = dots[i];
       if (!fold_scale) {
-        float x = dot * p.sm_scale;
-        if (p.alibi_slopes) x += __ldg(p.alibi_slopes + head[i]) * float(j - (r.kv_len - r.qo_len + token[i]));
-        if (p.logits_soft_cap > 0.0f) x = p.logits_soft_cap * tanhf(x / p.logits_soft_cap);
+        float x = dot * p.logits.sm_scale;
+        if (p.logits.alibi_slopes)
+          x += __ldg(p.logits.alibi_slopes + head[i]) * float(j - (r.kv_len - r.qo_len + token[i]));
+        if (p.logits.soft_cap > 0.0f) x = p.logits.soft_cap * tanhf(x / p.logits.soft_cap);
         dot = x * kLog2e;
       }
       s[i][u] = j < item.kv_end ? dot : -INFINITY;
@@ -239,26 +241,27 @@ __device__ __forceinline__ void finish_decode_item(const AttentionKernelParams& 
         for (int e = 0; e < kVec; ++e) out[e] += sm_acc[w][i][l * kVec + e] * wgt;
       }
     }
-    const float norm = d_all > 0.0f ? p.v_scale / d_all : 0.0f;
+    const float norm = d_all > 0.0f ? p.kv.v_scale / d_all : 0.0f;
     const float lse = d_all > 0.0f ? m_all + __log2f(d_all) : -INFINITY;
     const int row = item.row_begin + i;
-    const int tok = row / p.group_size, h = item.kv_head * p.group_size + row % p.group_size;
+    const int tok = row / p.heads.group_size,
+              h = item.kv_head * p.heads.group_size + row % p.heads.group_size;
     if (split) {
       const std::int64_t prow = r.partial_begin + std::int64_t(item.chunk) * r.qo_len + tok;
-      float* po = p.partial_o + (prow * p.num_qo_heads + h) * D + l * kVec;
+      float* po = p.schedule.partial_o + (prow * p.heads.num_qo_heads + h) * D + l * kVec;
 #pragma unroll
       for (int e = 0; e < kVec; e += 4) {
         *reinterpret_cast<float4*>(po + e) = make_float4(out[e] * norm, out[e + 1] * norm, out[e + 2] * norm, out[e + 3] * norm);
       }
-      if (l == 0) p.partial_lse[prow * p.num_qo_heads + h] = lse;
+      if (l == 0) p.schedule.partial_lse[prow * p.heads.num_qo_heads + h] = lse;
     } else {
       const std::int64_t orow = r.qo_begin + tok;
       TO packed[kVec];
 #pragma unroll
       for (int e = 0; e < kVec; ++e) packed[e] = from_float<TO>(out[e] * norm);
-      *reinterpret_cast<uint4*>(static_cast<TO*>(p.o) + orow * p.o_stride_n + h * p.o_stride_h + l * kVec) =
-          *reinterpret_cast<const uint4*>(packed);
-      if (l == 0 && p.lse) p.lse[orow * p.lse_stride_n + h * p.lse_stride_h] = lse;
+      *reinterpret_cast<uint4*>(static_cast<TO*>(p.out.o) + orow * p.out.o_stride_n + h * p.out.o_stride_h +
+                                l * kVec) = *reinterpret_cast<const uint4*>(packed);
+      if (l == 0 && p.out.lse) p.out.lse[orow * p.out.lse_stride_n + h * p.out.lse_stride_h] = lse;
     }
   }
 }
@@ -267,14 +270,14 @@ template <class TQ, class TKV, class TO, int D, int kRows>
 __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decode_kernel(const __grid_constant__ AttentionKernelParams p) {
   using S = DecodeShape<D, kRows>;
   constexpr int kVec = S::kVec, kLanes = S::kLanes, kStreams = S::kStreams, kUnroll = S::kUnroll;
-  const detail::WorkItem item = load_work_item(p.items + blockIdx.x);
+  const detail::WorkItem item = load_work_item(p.schedule.items + blockIdx.x);
   if (unused_item(item)) return;  // grid sized for the capacity
-  const detail::RequestInfo r = p.requests[item.request];
+  const detail::RequestInfo r = p.schedule.requests[item.request];
   wait_for_inputs();
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int lane_in_row = lane % kLanes;
   const int rows = item.row_end - item.row_begin;
-  const bool fold_scale = p.alibi_slopes == nullptr && p.logits_soft_cap <= 0.0f;
+  const bool fold_scale = p.logits.alibi_slopes == nullptr && p.logits.soft_cap <= 0.0f;
 
   // Query rows of the item: packed row -> (token, head).
   float q[kRows][kVec];
@@ -282,18 +285,19 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decod
 #pragma unroll
   for (int i = 0; i < kRows; ++i) {
     const int row = item.row_begin + (i < rows ? i : 0);
-    token[i] = row / p.group_size;
-    head[i] = item.kv_head * p.group_size + row % p.group_size;
-    const auto* src = static_cast<const TQ*>(p.q) + (r.qo_begin + token[i]) * p.q_stride_n +
-                      head[i] * p.q_stride_h + lane_in_row * kVec;
+    token[i] = row / p.heads.group_size;
+    head[i] = item.kv_head * p.heads.group_size + row % p.heads.group_size;
+    const auto* src = static_cast<const TQ*>(p.q.data) + (r.qo_begin + token[i]) * p.q.stride_n +
+                      head[i] * p.q.stride_h + lane_in_row * kVec;
     Vec8<TQ> v = load_vec8(src);
     v.to_float(q[i]);
-    if (p.rope) {
-      rope_vec8<D>(q[i], lane_in_row, float(r.kv_len - r.qo_len + token[i]), p.rope_rcp_scale, p.rope_rcp_theta);
+    if (p.logits.rope) {
+      rope_vec8<D>(q[i], lane_in_row, float(r.kv_len - r.qo_len + token[i]), p.logits.rope_rcp_scale,
+                   p.logits.rope_rcp_theta);
     }
     if (fold_scale) {
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) q[i][e] *= p.sm_scale_log2;
+      for (int e = 0; e < kVec; ++e) q[i][e] *= p.logits.sm_scale_log2;
     }
   }
 

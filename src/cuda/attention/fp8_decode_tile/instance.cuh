@@ -17,7 +17,7 @@ namespace kvinfer::cuda::fp8_decode_tile {
 template <class TQ, class TKV, int DQK, int DVO>
 void launch(const AttentionKernelParams& p, const detail::KernelKey& key, std::int64_t grid, cudaStream_t stream) {
   static_assert(sizeof(TKV) == 1 && sizeof(TQ) == 2 && DQK == DVO && DQK <= 128, "16-bit q, fp8 KV, head_dim <= 128");
-  if (p.rope || key.launch_rows != 16) {
+  if (p.logits.rope || key.launch_rows != 16) {
     throw Error("attention", "kernel", "fp8 decode tile", "runs 16-row items without RoPE (a selector bug)");
   }
   if (p.item_warps > 1) return launch_tile_kernel(DecodeFp8Kernel<TQ, TKV, TQ, DQK, true>{}, p, grid, stream);

@@ -224,9 +224,9 @@ __device__ __forceinline__ void store_row_f32(float* dst, const float (&o)[1][C]
 // Whether every K and V row starts 16-byte aligned: then the copies take 16-byte units,
 // half the copy instructions of 8-byte ones.
 __device__ __forceinline__ bool fp8_rows_16_byte_aligned(const AttentionKernelParams& p) {
-  return ((reinterpret_cast<std::uintptr_t>(p.k) | reinterpret_cast<std::uintptr_t>(p.v) |
-           std::uintptr_t(p.k_stride_page | p.k_stride_token | p.k_stride_head | p.v_stride_page |
-                          p.v_stride_token | p.v_stride_head)) &
+  return ((reinterpret_cast<std::uintptr_t>(p.kv.k.data) | reinterpret_cast<std::uintptr_t>(p.kv.v.data) |
+           std::uintptr_t(p.kv.k.stride_page | p.kv.k.stride_token | p.kv.k.stride_head | p.kv.v.stride_page |
+                          p.kv.v.stride_token | p.kv.v.stride_head)) &
           15u) == 0;
 }
 
@@ -426,7 +426,7 @@ __device__ __forceinline__ void finish_fp8_item(const AttentionKernelParams& p, 
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const float sum = quad_sum(row_sum[0][h]);
-      const float norm = sum > 0.0f ? p.v_scale / sum : 0.0f;
+      const float norm = sum > 0.0f ? p.kv.v_scale / sum : 0.0f;
       store_row_f32<C>(warp_state_o<D>(scratch, g + 8 * h) + 2 * t4 * C, o, h, norm);
       if (t4 == 0) warp_state_lse<D>(scratch)[g + 8 * h] = sum > 0.0f ? row_max[0][h] * sc + __log2f(sum) : -INFINITY;
     }
@@ -442,15 +442,16 @@ __device__ __forceinline__ void finish_fp8_item(const AttentionKernelParams& p, 
     const int i = g + 8 * h;
     if (i >= rows) continue;
     const auto [tk, head] = packed_row(p, item, group, i);
-    const float norm = sum > 0.0f ? p.v_scale / sum : 0.0f;
+    const float norm = sum > 0.0f ? p.kv.v_scale / sum : 0.0f;
     const float lse = sum > 0.0f ? row_max[0][h] * sc + __log2f(sum) : -INFINITY;
     if (split) {
       const std::int64_t prow = r.partial_begin + std::int64_t(item.chunk) * r.qo_len + tk;
-      store_row_f32<C>(p.partial_o + (prow * p.num_qo_heads + head) * D + 2 * t4 * C, o, h, norm);
-      if (t4 == 0) p.partial_lse[prow * p.num_qo_heads + head] = lse;
+      store_row_f32<C>(p.schedule.partial_o + (prow * p.heads.num_qo_heads + head) * D + 2 * t4 * C, o, h,
+                       norm);
+      if (t4 == 0) p.schedule.partial_lse[prow * p.heads.num_qo_heads + head] = lse;
     } else {
       const std::int64_t orow = r.qo_begin + tk;
-      TO* out = static_cast<TO*>(p.o) + orow * p.o_stride_n + head * p.o_stride_h + 2 * t4 * C;
+      TO* out = static_cast<TO*>(p.out.o) + orow * p.out.o_stride_n + head * p.out.o_stride_h + 2 * t4 * C;
 #pragma unroll
       for (int half = 0; half < 2; ++half)
 #pragma unroll
@@ -463,7 +464,7 @@ __device__ __forceinline__ void finish_fp8_item(const AttentionKernelParams& p, 
           x.w = mma::pack2<TO>(o[0][c + 6][e] * norm, o[0][c + 7][e] * norm);
           ptx::st_v4(out + half * C + c, x);
         }
-      if (t4 == 0 && p.lse) p.lse[orow * p.lse_stride_n + head * p.lse_stride_h] = lse;
+      if (t4 == 0 && p.out.lse) p.out.lse[orow * p.out.lse_stride_n + head * p.out.lse_stride_h] = lse;
     }
   }
 }
@@ -476,7 +477,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
     decode_fp8_kernel(const __grid_constant__ AttentionKernelParams p) {
   using S = DecodeFp8Shape<D>;
   constexpr int kKeys = S::kKeys, kStages = S::kStages;
-  const detail::WorkItem item = load_work_item(p.items + blockIdx.x);
+  const detail::WorkItem item = load_work_item(p.schedule.items + blockIdx.x);
   if (unused_item(item)) return;  // grid sized for the capacity
   WarpTimeline timeline(p);
   PagesAhead<kKeys> ahead;  // the pages of the next tile to load, one load ahead
@@ -485,7 +486,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
   extern __shared__ __align__(128) unsigned char smem_cta[];
   unsigned char* smem = kItemWarps ? smem_cta + int(threadIdx.x) / 32 * S::kTileBytes : smem_cta;
   const int rows = item.row_end - item.row_begin;
-  const int group = p.group_size;
+  const int group = p.heads.group_size;
   const ItemKeys keys = start.warp_keys(p, item);
   const int key_begin = keys.key_begin, key_end = keys.key_end;
   const int num_tiles = keys.num_tiles(kKeys);
@@ -518,10 +519,10 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
   int tok[1][2];  // the tokens of the lane's rows g and g + 8 (for mask_scores)
 #pragma unroll
   for (int h = 0; h < 2; ++h)
-    tok[0][h] = int(p.group_div.div(std::uint32_t(item.row_begin + min(g + 8 * h, rows - 1))));
+    tok[0][h] = int(p.heads.group_div.div(std::uint32_t(item.row_begin + min(g + 8 * h, rows - 1))));
   // As in the tensor-core tile: the base-2 scale (here also undoing q_scale, exactly) folds
   // into the exponent unless it is negative.
-  const float qk_scale_log2 = p.sm_scale_log2 / q_scale;
+  const float qk_scale_log2 = p.logits.sm_scale_log2 / q_scale;
   const bool prescale = qk_scale_log2 < 0.0f;
   const float sc = prescale ? 1.0f : qk_scale_log2;
   float o[1][S::kVoFrags][4], row_max[1][2], row_sum[1][2];

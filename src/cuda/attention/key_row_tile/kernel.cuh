@@ -123,7 +123,7 @@ __device__ __forceinline__ void kq_scores(float (&s)[4], const SwizzledLane<D>& 
     mma::m16n8k16<T>(ks % 2 ? s_odd : s, a, qf[ks][0], qf[ks][1]);
   }
 #pragma unroll
-  for (int e = 0; e < 4; ++e) s[e] = (s[e] + s_odd[e]) * (prescale ? p.sm_scale_log2 : 1.0f);
+  for (int e = 0; e < 4; ++e) s[e] = (s[e] + s_odd[e]) * (prescale ? p.logits.sm_scale_log2 : 1.0f);
   if (key0 + kKeys > key_end) {
     if (key0 + g >= key_end) s[0] = s[1] = -INFINITY;
     if (key0 + g + 8 >= key_end) s[2] = s[3] = -INFINITY;
@@ -225,19 +225,19 @@ __device__ __forceinline__ void write_kq_rows(const AttentionKernelParams& p, co
     const PackedRow row = packed_row(p, item, group, i);
     if (split) {
       const std::int64_t prow = r.partial_begin + std::int64_t(item.chunk) * r.qo_len + row.token;
-      float* po = p.partial_o + (prow * p.num_qo_heads + row.head) * D + e;
+      float* po = p.schedule.partial_o + (prow * p.heads.num_qo_heads + row.head) * D + e;
       *reinterpret_cast<float4*>(po) = x0;
       *reinterpret_cast<float4*>(po + 4) = x1;
-      if (e == 0) p.partial_lse[prow * p.num_qo_heads + row.head] = slse[i];
+      if (e == 0) p.schedule.partial_lse[prow * p.heads.num_qo_heads + row.head] = slse[i];
     } else {
       const std::int64_t orow = r.qo_begin + row.token;
       const float x[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
       TO packed[8];
 #pragma unroll
       for (int k = 0; k < 8; ++k) packed[k] = from_float<TO>(x[k]);
-      *reinterpret_cast<uint4*>(static_cast<TO*>(p.o) + orow * p.o_stride_n + row.head * p.o_stride_h + e) =
-          *reinterpret_cast<const uint4*>(packed);
-      if (e == 0 && p.lse) p.lse[orow * p.lse_stride_n + row.head * p.lse_stride_h] = slse[i];
+      *reinterpret_cast<uint4*>(static_cast<TO*>(p.out.o) + orow * p.out.o_stride_n +
+                                row.head * p.out.o_stride_h + e) = *reinterpret_cast<const uint4*>(packed);
+      if (e == 0 && p.out.lse) p.out.lse[orow * p.out.lse_stride_n + row.head * p.out.lse_stride_h] = slse[i];
     }
   }
 }
@@ -263,7 +263,7 @@ __device__ __forceinline__ void finish_kq_item(const AttentionKernelParams& p, c
     sum += __shfl_xor_sync(0xffffffffu, sum, 8);
     sum += __shfl_xor_sync(0xffffffffu, sum, 16);
     row_sum[h] = sum;
-    norm[h] = sum > 0.0f ? p.v_scale / sum : 0.0f;
+    norm[h] = sum > 0.0f ? p.kv.v_scale / sum : 0.0f;
   }
   if constexpr (kItemWarps) {
     unsigned char* scratch = smem + L::k;
@@ -288,7 +288,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32)
   using L = DecodeKqTile<D>;
   constexpr int kKeys = L::kKeys;
   extern __shared__ __align__(128) unsigned char smem_cta[];
-  const detail::WorkItem item = load_work_item(p.items + blockIdx.x);
+  const detail::WorkItem item = load_work_item(p.schedule.items + blockIdx.x);
   if (unused_item(item)) return;  // grid sized for the capacity
   WarpTimeline timeline(p);
   PagesAhead<kKeys> ahead;  // the pages of the warp's next tile to load
@@ -296,7 +296,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32)
   const int lane = int(threadIdx.x) % 32, g = lane / 4, t4 = lane % 4;
   unsigned char* smem = kItemWarps ? smem_cta + int(threadIdx.x) / 32 * L::kTileBytes : smem_cta;
   const int rows = item.row_end - item.row_begin;
-  const int group = p.group_size;
+  const int group = p.heads.group_size;
   // Decode items hold one token per request, so every row sees the same keys: the
   // only mask is the end of the last tile. Item warps take tiles w, w + W, ...
   const ItemKeys keys = start.warp_keys(p, item);
@@ -319,8 +319,8 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32)
   load_kq_q_fragments<D>(qf, sq, lane);
   // Scores stay raw and the base-2 scale is folded into the exponent, unless it is
   // negative (a negative k_scale), which would turn the maximum into a minimum.
-  const bool prescale = p.sm_scale_log2 < 0.0f;
-  const float sc = prescale ? 1.0f : p.sm_scale_log2;
+  const bool prescale = p.logits.sm_scale_log2 < 0.0f;
+  const float sc = prescale ? 1.0f : p.logits.sm_scale_log2;
   // K as the A operand of S^T (rows = keys lane % 16, chunk + lane / 16); V^T as the A
   // operand of O^T, read transposed (keys lane % 8 + 8 (lane / 16), chunk + (lane / 8) % 2).
   const SwizzledLane<D> k_lane(smem + L::k, lane % 16, lane / 16);

@@ -99,12 +99,12 @@ inline constexpr int kPrefillMinBlocks =
 template <bool kOneWarp>
 __device__ __forceinline__ bool fetch_item(const AttentionKernelParams& p, detail::WorkItem& item) {
   if constexpr (kOneWarp) {
-    item = load_work_item(p.items + blockIdx.x);
+    item = load_work_item(p.schedule.items + blockIdx.x);
     return !unused_item(item);
   } else {
-    const int num_items = p.counts[0];
+    const int num_items = p.schedule.counts[0];
     if (int(blockIdx.x) >= num_items) return false;
-    item = p.items[num_items - 1 - int(blockIdx.x)];
+    item = p.schedule.items[num_items - 1 - int(blockIdx.x)];
     return true;
   }
 }
@@ -183,7 +183,7 @@ __device__ __forceinline__ void finish_item(const AttentionKernelParams& p, cons
     stash_warp_state<DVO>(p, o, row_max, row_sum, sc, lane, smem + L::k);
     merge_item_warps<TO, DVO>(
         p, item, r, rows, [&](int w) { return smem_cta + w * L::kTileBytes + L::k; },
-        [&](int i) { return packed_row(p, item, p.group_size, i); });
+        [&](int i) { return packed_row(p, item, p.heads.group_size, i); });
   } else if (r.num_chunks > 1 || DQK != DVO) {
     store_output<TO, DVO, S::kRowsPerWarp>(p, item, r, o, row_max, row_sum, sc, rows, warp, lane);
   } else {
@@ -216,7 +216,7 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
   detail::WorkItem item;
   if (!fetch_item<kOneWarp>(p, item)) return;
   const KeyLocator locate = item_locator(p, item);
-  const detail::RequestInfo r = p.requests[item.request];
+  const detail::RequestInfo r = p.schedule.requests[item.request];
   wait_for_inputs();
   // A one-warp CTA (the decode tile) looks up the pages of tile t + 2 as it computes
   // tile t (PagesAhead); larger CTAs look them up as they copy. The first two tiles'
@@ -233,7 +233,8 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
   const int lane = int(threadIdx.x) % 32, warp = kItemWarps ? 0 : int(threadIdx.x) / 32;
   unsigned char* smem = kItemWarps ? smem_cta + int(threadIdx.x) / 32 * L::kTileBytes : smem_cta;
   const int rows = item.row_end - item.row_begin;
-  ItemKeys keys = item_keys(p, item, r, kGeneral && p.custom_mask ? p.custom_mask + r.mask_offset : nullptr);
+  ItemKeys keys =
+      item_keys(p, item, r, kGeneral && p.mask.custom_bits ? p.mask.custom_bits + r.mask_offset : nullptr);
   if constexpr (kItemWarps) keys.keep_warp_turns(int(threadIdx.x) / 32, int(blockDim.x) / 32, kKeys);
   const int key_begin = keys.key_begin, key_end = keys.key_end, num_tiles = keys.num_tiles(kKeys);
   const int step = kItemWarps ? keys.tile_step(kKeys) : kKeys;  // tile t: key_begin + t * step
@@ -243,7 +244,7 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
   unsigned char* sq = smem + L::q;
   float* freq = reinterpret_cast<float*>(smem + L::freq);
   load_tile16<kThreads, S::kTileRows, DQK, SwizzledRows, kItemWarps>(
-      sq, [&](int i) { return packed_q_row(p, item, r, p.group_size, i); }, rows);
+      sq, [&](int i) { return packed_q_row(p, item, r, p.heads.group_size, i); }, rows);
   const ItemRows kv_rows = item_rows(p, item, sizeof(TKV));
   const TileStages<TKV, DQK, DVO, kWarps, kMmaM, kItemWarps> stages{smem,     locate,  kv_rows.k, kv_rows.v,
                                                                   key_begin, key_end, step};
@@ -258,10 +259,10 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
     }
   }
   ptx::cp_async_commit();
-  const bool rope = p.rope;
+  const bool rope = p.logits.rope;
   if (rope) {
     for (int d = tile_thread<kItemWarps>(); d < DQK / 2; d += kThreads) {
-      freq[d] = p.rope_rcp_scale * powf(p.rope_rcp_theta, float(2 * d) / float(DQK));
+      freq[d] = p.logits.rope_rcp_scale * powf(p.logits.rope_rcp_theta, float(2 * d) / float(DQK));
     }
   }
   const ThreadRows<kMmaM> trows = thread_rows<kMmaM, kGeneral>(p, item, warp * kRowsPerWarp, lane, rows);
@@ -284,8 +285,8 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
     ptx::cp_async_commit();
     ptx::cp_async_wait_group<1>();
     tile_sync<kItemWarps>();
-    prepare_stage<T, TKV, DQK, DVO, kWarps, kMmaM, kItemWarps>(smem, rope, t, key0, item, rows, p.group_size,
-                                                               keys.mask);
+    prepare_stage<T, TKV, DQK, DVO, kWarps, kMmaM, kItemWarps>(smem, rope, t, key0, item, rows,
+                                                               p.heads.group_size, keys.mask);
     const unsigned k_off = L::kStaged ? 0u : unsigned((t & 1) * L::k_stage);
     const unsigned v_off = L::kStaged ? 0u : unsigned((t & 1) * L::v_stage);
     float s[kMmaM][S::kKeyFrags][4];

@@ -28,7 +28,7 @@ struct DecodeItemStart {
 
   __device__ __forceinline__ DecodeItemStart(const AttentionKernelParams& p, const detail::WorkItem& item,
                                              PagesAhead<kKeys>& ahead)
-      : locate(item_locator(p, item)), r(p.requests[item.request]) {
+      : locate(item_locator(p, item)), r(p.schedule.requests[item.request]) {
     wait_for_inputs();
     guess = item_keys_ahead<kItemWarps>(item, kKeys);
     if (guess.key_end > guess.key_begin)

@@ -19,9 +19,10 @@ namespace kvinfer::cuda {
 // The base-2 LSE of packed row i of an unsplit item (the rows' maximum scaled by sc).
 __device__ __forceinline__ void store_row_lse(const AttentionKernelParams& p, const detail::WorkItem& item,
                                               const detail::RequestInfo& r, int i, float row_max, float sc, float sum) {
-  const auto [tk, head] = packed_row(p, item, p.group_size, i);
+  const auto [tk, head] = packed_row(p, item, p.heads.group_size, i);
   const std::int64_t orow = r.qo_begin + tk;
-  p.lse[orow * p.lse_stride_n + head * p.lse_stride_h] = sum > 0.0f ? row_max * sc + __log2f(sum) : -INFINITY;
+  p.out.lse[orow * p.out.lse_stride_n + head * p.out.lse_stride_h] =
+      sum > 0.0f ? row_max * sc + __log2f(sum) : -INFINITY;
 }
 
 // Writes kRows staged rows of O (16-bit, D elements, swizzled 16-byte chunks) starting
@@ -38,10 +39,10 @@ __device__ __forceinline__ void write_staged_rows(const AttentionKernelParams& p
   for (int row = t / kChunks; row < kRows; row += kRowsPerPass) {
     const int i = first_row + row;
     if (i >= rows) break;  // rows are in order: the rest are past the item's end too
-    const auto [tk, head] = packed_row(p, item, p.group_size, i);
+    const auto [tk, head] = packed_row(p, item, p.heads.group_size, i);
     const std::int64_t orow = r.qo_begin + tk;
     const uint4 v = *reinterpret_cast<const uint4*>(stage + swizzled_chunk<D>(row, chunk) * 16);
-    ptx::st_v4(static_cast<TO*>(p.o) + orow * p.o_stride_n + head * p.o_stride_h + chunk * 8, v);
+    ptx::st_v4(static_cast<TO*>(p.out.o) + orow * p.out.o_stride_n + head * p.out.o_stride_h + chunk * 8, v);
   }
 }
 
@@ -60,25 +61,27 @@ __device__ __forceinline__ void store_output(const AttentionKernelParams& p, con
       const float sum = quad_sum(row_sum[m][h]);
       const int i = warp * kRowsPerWarp + m * 16 + lane / 4 + 8 * h;
       if (i >= rows) continue;
-      const auto [tk, head] = packed_row(p, item, p.group_size, i);
-      const float norm = sum > 0.0f ? p.v_scale / sum : 0.0f;
+      const auto [tk, head] = packed_row(p, item, p.heads.group_size, i);
+      const float norm = sum > 0.0f ? p.kv.v_scale / sum : 0.0f;
       const float lse = sum > 0.0f ? row_max[m][h] * sc + __log2f(sum) : -INFINITY;
       if (split) {
         const std::int64_t prow = r.partial_begin + std::int64_t(item.chunk) * r.qo_len + tk;
-        float* po = p.partial_o + (prow * p.num_qo_heads + head) * DVO + 2 * (lane % 4);
+        float* po = p.schedule.partial_o + (prow * p.heads.num_qo_heads + head) * DVO + 2 * (lane % 4);
 #pragma unroll
         for (int c = 0; c < kVoFrags; ++c) {
           *reinterpret_cast<float2*>(po + 8 * c) = make_float2(o[m][c][2 * h] * norm, o[m][c][2 * h + 1] * norm);
         }
-        if (lane % 4 == 0) p.partial_lse[prow * p.num_qo_heads + head] = lse;
+        if (lane % 4 == 0) p.schedule.partial_lse[prow * p.heads.num_qo_heads + head] = lse;
       } else {
         const std::int64_t orow = r.qo_begin + tk;
-        TO* out = static_cast<TO*>(p.o) + orow * p.o_stride_n + head * p.o_stride_h + 2 * (lane % 4);
+        TO* out =
+            static_cast<TO*>(p.out.o) + orow * p.out.o_stride_n + head * p.out.o_stride_h + 2 * (lane % 4);
 #pragma unroll
         for (int c = 0; c < kVoFrags; ++c) {
           *reinterpret_cast<std::uint32_t*>(out + 8 * c) = mma::pack2<TO>(o[m][c][2 * h] * norm, o[m][c][2 * h + 1] * norm);
         }
-        if (lane % 4 == 0 && p.lse) p.lse[orow * p.lse_stride_n + head * p.lse_stride_h] = lse;
+        if (lane % 4 == 0 && p.out.lse)
+          p.out.lse[orow * p.out.lse_stride_n + head * p.out.lse_stride_h] = lse;
       }
     }
   }
@@ -105,13 +108,13 @@ __device__ __forceinline__ void store_output_warp_staged(const AttentionKernelPa
       const float sum = quad_sum(row_sum[m][h]);
       const int row = m * 16 + lane / 4 + 8 * h;  // within the warp's rows
       const int i = warp * kRowsPerWarp + row;    // within the tile
-      const float norm = sum > 0.0f ? p.v_scale / sum : 0.0f;
+      const float norm = sum > 0.0f ? p.kv.v_scale / sum : 0.0f;
 #pragma unroll
       for (int c = 0; c < kVoFrags; ++c) {
         *reinterpret_cast<std::uint32_t*>(stage + swizzled_chunk<D>(row, c) * 16 + 4 * (lane % 4)) =
             mma::pack2<TO>(o[m][c][2 * h] * norm, o[m][c][2 * h + 1] * norm);
       }
-      if (lane % 4 == 0 && p.lse && i < rows) store_row_lse(p, item, r, i, row_max[m][h], sc, sum);
+      if (lane % 4 == 0 && p.out.lse && i < rows) store_row_lse(p, item, r, i, row_max[m][h], sc, sum);
     }
   }
   __syncwarp();

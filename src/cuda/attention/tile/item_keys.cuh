@@ -39,13 +39,13 @@ struct ItemKeys {
 __device__ __forceinline__ ItemKeys item_keys(const AttentionKernelParams& p, const detail::WorkItem& item,
                                               const detail::RequestInfo& r, const std::uint8_t* custom) {
   ItemKeys k;
-  k.mask.causal = p.causal;
-  k.mask.window_left = p.window_left;
+  k.mask.causal = p.mask.causal;
+  k.mask.window_left = p.mask.window_left;
   k.mask.custom = custom;
   k.mask.qo_len = r.qo_len;
   k.mask.kv_len = r.kv_len;
-  const int tok_lo = item.row_begin / p.group_size;  // the item's first and last tokens
-  const int tok_hi = (item.row_end - 1) / p.group_size;
+  const int tok_lo = item.row_begin / p.heads.group_size;  // the item's first and last tokens
+  const int tok_hi = (item.row_end - 1) / p.heads.group_size;
   k.key_begin = max(item.kv_begin, k.mask.first_key(tok_lo));
   k.key_end = min(item.kv_end, k.mask.last_key(tok_hi));
   k.mask.common_keys(tok_lo, tok_hi + 1, &k.full_lo, &k.full_end);

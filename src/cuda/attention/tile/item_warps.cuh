@@ -83,7 +83,7 @@ __device__ __forceinline__ void stash_warp_state(const AttentionKernelParams& p,
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     const int row = lane / 4 + 8 * h;
-    const float norm = sum > 0.0f ? p.v_scale / sum : 0.0f;
+    const float norm = sum > 0.0f ? p.kv.v_scale / sum : 0.0f;
     float* so = warp_state_o<DVO>(scratch, row);
 #pragma unroll
     for (int c = 0; c < kVoFrags; ++c) {
@@ -135,16 +135,16 @@ __device__ __forceinline__ void merge_item_warps(const AttentionKernelParams& p,
     const auto [tk, head] = row_of(i);
     if (split) {
       const std::int64_t prow = r.partial_begin + std::int64_t(item.chunk) * r.qo_len + tk;
-      *reinterpret_cast<float4*>(p.partial_o + (prow * p.num_qo_heads + head) * DVO + e) =
+      *reinterpret_cast<float4*>(p.schedule.partial_o + (prow * p.heads.num_qo_heads + head) * DVO + e) =
           make_float4(acc.x * inv, acc.y * inv, acc.z * inv, acc.w * inv);
-      if (e == 0) p.partial_lse[prow * p.num_qo_heads + head] = merged_lse;
+      if (e == 0) p.schedule.partial_lse[prow * p.heads.num_qo_heads + head] = merged_lse;
     } else {
       const std::int64_t orow = r.qo_begin + tk;
       TO out[4] = {from_float<TO>(acc.x * inv), from_float<TO>(acc.y * inv), from_float<TO>(acc.z * inv),
                    from_float<TO>(acc.w * inv)};
-      *reinterpret_cast<uint2*>(static_cast<TO*>(p.o) + orow * p.o_stride_n + head * p.o_stride_h + e) =
-          *reinterpret_cast<const uint2*>(out);
-      if (e == 0 && p.lse) p.lse[orow * p.lse_stride_n + head * p.lse_stride_h] = merged_lse;
+      *reinterpret_cast<uint2*>(static_cast<TO*>(p.out.o) + orow * p.out.o_stride_n +
+                                head * p.out.o_stride_h + e) = *reinterpret_cast<const uint2*>(out);
+      if (e == 0 && p.out.lse) p.out.lse[orow * p.out.lse_stride_n + head * p.out.lse_stride_h] = merged_lse;
     }
   }
 }

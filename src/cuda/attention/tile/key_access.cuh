@@ -114,7 +114,7 @@ struct KeyRow {
 // The item's key locator: its request's page ids (paged; kv_base is the request's first
 // entry of kv_indices) or none (ragged).
 __device__ __forceinline__ KeyLocator item_locator(const AttentionKernelParams& p, const detail::WorkItem& item) {
-  return {p.kv_indices ? p.kv_indices + item.kv_base : nullptr, p.page_size};
+  return {p.kv.paged() ? p.kv.pages.page_ids + item.kv_base : nullptr, p.kv.pages.page_size};
 }
 
 // The rows of the item's KV head in K and in V: the paged cache's, addressed by
@@ -126,11 +126,13 @@ struct ItemRows {
 };
 __device__ __forceinline__ ItemRows item_rows(const AttentionKernelParams& p, const detail::WorkItem& item,
                                               std::int64_t elem, std::int64_t offset = 0) {
-  const std::int64_t first = p.kv_indices ? 0 : std::int64_t(item.kv_base);
-  return {{static_cast<const char*>(p.k) + (item.kv_head * p.k_stride_head + first * p.k_stride_token + offset) * elem,
-           p.k_stride_page * elem, p.k_stride_token * elem},
-          {static_cast<const char*>(p.v) + (item.kv_head * p.v_stride_head + first * p.v_stride_token + offset) * elem,
-           p.v_stride_page * elem, p.v_stride_token * elem}};
+  const std::int64_t first = p.kv.paged() ? 0 : std::int64_t(item.kv_base);
+  return {{static_cast<const char*>(p.kv.k.data) +
+               (item.kv_head * p.kv.k.stride_head + first * p.kv.k.stride_token + offset) * elem,
+           p.kv.k.stride_page * elem, p.kv.k.stride_token * elem},
+          {static_cast<const char*>(p.kv.v.data) +
+               (item.kv_head * p.kv.v.stride_head + first * p.kv.v.stride_token + offset) * elem,
+           p.kv.v.stride_page * elem, p.kv.v.stride_token * elem}};
 }
 
 }  // namespace kvinfer::cuda

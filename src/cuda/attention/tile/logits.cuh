@@ -33,8 +33,10 @@ __device__ __forceinline__ ThreadRows<kMmaM> thread_rows(const AttentionKernelPa
     for (int h = 0; h < 2; ++h) {
       const int i = min(first_row + m * 16 + lane / 4 + 8 * h, rows - 1);
       std::uint32_t in_group;
-      t.tok[m][h] = int(p.group_div.divmod(std::uint32_t(item.row_begin + i), &in_group));
-      t.slope[m][h] = kGeneral && p.alibi_slopes ? __ldg(p.alibi_slopes + item.kv_head * p.group_size + in_group) : 0.0f;
+      t.tok[m][h] = int(p.heads.group_div.divmod(std::uint32_t(item.row_begin + i), &in_group));
+      t.slope[m][h] = kGeneral && p.logits.alibi_slopes
+                          ? __ldg(p.logits.alibi_slopes + item.kv_head * p.heads.group_size + in_group)
+                          : 0.0f;
     }
   }
   return t;
@@ -49,9 +51,9 @@ struct LogitsMode {
 };
 template <bool kGeneral>
 __device__ __forceinline__ LogitsMode logits_mode(const AttentionKernelParams& p) {
-  const bool fast = !kGeneral || (p.alibi_slopes == nullptr && p.logits_soft_cap <= 0.0f);
-  const bool prescale = !fast || p.sm_scale_log2 < 0.0f;
-  return {fast, prescale, prescale ? 1.0f : p.sm_scale_log2};
+  const bool fast = !kGeneral || (p.logits.alibi_slopes == nullptr && p.logits.soft_cap <= 0.0f);
+  const bool prescale = !fast || p.logits.sm_scale_log2 < 0.0f;
+  return {fast, prescale, prescale ? 1.0f : p.logits.sm_scale_log2};
 }
 
 // The tile's scores (keys key0 + column) as the mode asks: the general transform
@@ -71,9 +73,9 @@ __device__ __forceinline__ void transform_logits(float (&s)[kMmaM][kKeyFrags][4]
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int h = e / 2, col = 8 * n + 2 * (lane % 4) + e % 2;
-          float x = s[m][n][e] * p.sm_scale;
-          if (p.alibi_slopes) x += slope[m][h] * float(key0 + col - mask.diagonal(tok[m][h]));
-          if (p.logits_soft_cap > 0.0f) x = p.logits_soft_cap * tanhf(x / p.logits_soft_cap);
+          float x = s[m][n][e] * p.logits.sm_scale;
+          if (p.logits.alibi_slopes) x += slope[m][h] * float(key0 + col - mask.diagonal(tok[m][h]));
+          if (p.logits.soft_cap > 0.0f) x = p.logits.soft_cap * tanhf(x / p.logits.soft_cap);
           s[m][n][e] = x * kLog2e;
         }
   } else if (prescale) {
@@ -82,7 +84,7 @@ __device__ __forceinline__ void transform_logits(float (&s)[kMmaM][kKeyFrags][4]
 #pragma unroll
       for (int n = 0; n < kKeyFrags; ++n)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) s[m][n][e] *= p.sm_scale_log2;
+        for (int e = 0; e < 4; ++e) s[m][n][e] *= p.logits.sm_scale_log2;
   }
 }
 

@@ -16,7 +16,7 @@ struct PackedRow {
 __device__ __forceinline__ PackedRow packed_row(const AttentionKernelParams& p, const detail::WorkItem& item,
                                                 int group, int i) {
   std::uint32_t in_group;
-  const std::int64_t tok = p.group_div.divmod(std::uint32_t(item.row_begin + i), &in_group);
+  const std::int64_t tok = p.heads.group_div.divmod(std::uint32_t(item.row_begin + i), &in_group);
   return {tok, std::int64_t(item.kv_head * group + in_group)};
 }
 
@@ -24,7 +24,8 @@ __device__ __forceinline__ PackedRow packed_row(const AttentionKernelParams& p, 
 __device__ __forceinline__ const char* packed_q_row(const AttentionKernelParams& p, const detail::WorkItem& item,
                                                     const detail::RequestInfo& r, int group, int i) {
   const PackedRow row = packed_row(p, item, group, i);
-  return static_cast<const char*>(p.q) + ((r.qo_begin + row.token) * p.q_stride_n + row.head * p.q_stride_h) * 2;
+  return static_cast<const char*>(p.q.data) +
+         ((r.qo_begin + row.token) * p.q.stride_n + row.head * p.q.stride_h) * 2;
 }
 
 }  // namespace kvinfer::cuda

@@ -32,14 +32,14 @@ __device__ __forceinline__ void store_output_staged(const AttentionKernelParams&
     const float sum = quad_sum(row_sum[0][h]);
     const int row = warp_in_group * 16 + lane / 4 + 8 * h;  // within the warpgroup
     const int i = warpgroup * 64 + row;                      // within the tile
-    const float norm = sum > 0.0f ? p.v_scale / sum : 0.0f;
+    const float norm = sum > 0.0f ? p.kv.v_scale / sum : 0.0f;
     // Fragment c holds columns [8c, 8c + 8): chunk c of the row, 4 bytes per thread.
 #pragma unroll
     for (int c = 0; c < kVoFrags; ++c) {
       *reinterpret_cast<std::uint32_t*>(stage + swizzled_chunk<D>(row, c) * 16 + 4 * (lane % 4)) =
           mma::pack2<TO>(o[0][c][2 * h] * norm, o[0][c][2 * h + 1] * norm);
     }
-    if (lane % 4 == 0 && p.lse && i < rows) store_row_lse(p, item, r, i, row_max[0][h], sc, sum);
+    if (lane % 4 == 0 && p.out.lse && i < rows) store_row_lse(p, item, r, i, row_max[0][h], sc, sum);
   }
   // The warpgroup's rows are staged (named barriers 1 and 2: one per warpgroup).
   if (warpgroup == 0) {

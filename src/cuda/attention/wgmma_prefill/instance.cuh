@@ -21,10 +21,11 @@ void launch(const AttentionKernelParams& p, const detail::KernelKey& key, std::i
   // than 2 GiB per page or token row), which only run() sees, take the tensor-core
   // tile of the same rows, whose address math is 64-bit throughout.
   const auto fits = [](std::int64_t stride) { return stride * 2 < (std::int64_t(1) << 31) && stride >= 0; };
-  if (!(fits(p.k_stride_page) && fits(p.k_stride_token) && fits(p.v_stride_page) && fits(p.v_stride_token))) {
+  if (!(fits(p.kv.k.stride_page) && fits(p.kv.k.stride_token) && fits(p.kv.v.stride_page) &&
+        fits(p.kv.v.stride_token))) {
     return tensor_core_tile::launch<TQ, TKV, DQK, DVO>(p, key, grid, stream);
   }
-  if (p.kv_indices != nullptr) return launch_tile_kernel(HopperPrefillKernel<TQ, TQ, DQK, true>{}, p, grid, stream);
+  if (p.kv.paged()) return launch_tile_kernel(HopperPrefillKernel<TQ, TQ, DQK, true>{}, p, grid, stream);
   launch_tile_kernel(HopperPrefillKernel<TQ, TQ, DQK, false>{}, p, grid, stream);
 }
 

@@ -44,9 +44,9 @@ namespace kvinfer::cuda {
 // lists a request's row tiles in order, so under a causal mask the heaviest come
 // last). False: the CTA has no item (the grid is sized for the capacity).
 __device__ __forceinline__ bool fetch_heaviest_item(const AttentionKernelParams& p, detail::WorkItem& item) {
-  const int num_items = p.counts[0];
+  const int num_items = p.schedule.counts[0];
   if (int(blockIdx.x) >= num_items) return false;
-  item = p.items[num_items - 1 - int(blockIdx.x)];
+  item = p.schedule.items[num_items - 1 - int(blockIdx.x)];
   return true;
 }
 
@@ -132,10 +132,10 @@ struct HopperSoftmax {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int i = min(warp * 16 + lane / 4 + 8 * h, rows - 1);
-      tok[0][h] = int(p.group_div.div(std::uint32_t(item.row_begin + i)));
+      tok[0][h] = int(p.heads.group_div.div(std::uint32_t(item.row_begin + i)));
     }
-    prescale = p.sm_scale_log2 < 0.0f;
-    sc = prescale ? 1.0f : p.sm_scale_log2;
+    prescale = p.logits.sm_scale_log2 < 0.0f;
+    sc = prescale ? 1.0f : p.logits.sm_scale_log2;
   }
   // Scores of tile t (in st.s) to probabilities; returns whether O needs rescaling.
   __device__ __forceinline__ bool scores(const AttentionKernelParams& p, const ItemKeys& keys,
@@ -145,7 +145,7 @@ struct HopperSoftmax {
 #pragma unroll
       for (int n = 0; n < S::kKeyFrags; ++n)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) st.s[0][n][e] *= p.sm_scale_log2;
+        for (int e = 0; e < 4; ++e) st.s[0][n][e] *= p.logits.sm_scale_log2;
     }
     if (keys.needs_mask(key0, S::kKeys)) {
       mask_scores<false>(st.s, keys.mask, tok, key0, keys.key_end, lane);
@@ -239,11 +239,11 @@ __global__ void __launch_bounds__(HopperPrefillShape<D>::kThreads, HopperPrefill
   // compiler lays out the kernel differently.
   detail::WorkItem item;
   if (!fetch_heaviest_item(p, item)) return;
-  const detail::RequestInfo r = p.requests[item.request];
+  const detail::RequestInfo r = p.schedule.requests[item.request];
   wait_for_inputs();
   const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32, warpgroup = int(threadIdx.x) / 128;
   const int rows = item.row_end - item.row_begin;
-  const int group = p.group_size;
+  const int group = p.heads.group_size;
   const ItemKeys keys = item_keys(p, item, r, nullptr);
   const int num_tiles = keys.num_tiles(S::kKeys);
 

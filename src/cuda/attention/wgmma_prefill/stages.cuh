@@ -85,23 +85,25 @@ struct HopperKvStages {
     key_row = int(threadIdx.x) / kRowThreads;
     quarter = int(threadIdx.x) % kRowThreads;
     dst0 = key_row * 128 + ((quarter ^ (key_row & 7)) * 16);
-    pages = kPaged ? p.kv_indices + r.kv_begin : nullptr;
+    pages = kPaged ? p.kv.pages.page_ids + r.kv_begin : nullptr;
     const std::int64_t ragged_offset = kPaged ? 0 : std::int64_t(r.kv_begin);
-    k_base = static_cast<const char*>(p.k) + (item.kv_head * p.k_stride_head + ragged_offset * p.k_stride_token) * 2 +
-             quarter * 16;
-    v_base = static_cast<const char*>(p.v) + (item.kv_head * p.v_stride_head + ragged_offset * p.v_stride_token) * 2 +
-             quarter * 16;
+    k_base = static_cast<const char*>(p.kv.k.data) +
+             (item.kv_head * p.kv.k.stride_head + ragged_offset * p.kv.k.stride_token) * 2 + quarter * 16;
+    v_base = static_cast<const char*>(p.kv.v.data) +
+             (item.kv_head * p.kv.v.stride_head + ragged_offset * p.kv.v.stride_token) * 2 + quarter * 16;
     // Byte strides fit 32 bits (the launch checks; 32 x 32 -> 64-bit products are one
     // instruction each).
-    k_page_bytes = std::int32_t(p.k_stride_page * 2), k_token_bytes = std::int32_t(p.k_stride_token * 2);
-    v_page_bytes = std::int32_t(p.v_stride_page * 2), v_token_bytes = std::int32_t(p.v_stride_token * 2);
+    k_page_bytes = std::int32_t(p.kv.k.stride_page * 2),
+    k_token_bytes = std::int32_t(p.kv.k.stride_token * 2);
+    v_page_bytes = std::int32_t(p.kv.v.stride_page * 2),
+    v_token_bytes = std::int32_t(p.kv.v.stride_token * 2);
   }
 
   __device__ __forceinline__ HopperRowPlace fetch_page(int t) const {
     if constexpr (kPaged) {
       const int key = min(key_begin + t * S::kKeys + key_row, key_end - 1);  // past the end: any valid row
       std::uint32_t slot;
-      const std::uint32_t page_index = p.page_size.divmod(std::uint32_t(key), &slot);
+      const std::uint32_t page_index = p.kv.pages.page_size.divmod(std::uint32_t(key), &slot);
       return {__ldg(pages + page_index), std::int32_t(slot)};
     } else {
       return {0, 0};
