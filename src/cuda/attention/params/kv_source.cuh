@@ -2,8 +2,8 @@
 // Where an attention kernel reads its keys and values: a paged cache (K and V page
 // views, looked up through the page table) or ragged tensors (one key row per token
 // of the request, from its kv_begin). The two are built as distinct types from the
-// checked problem; the kernel sees one KVSource that names which it holds, and
-// addresses both alike (kv_tensor.cuh).
+// checked problem; the kernel sees one KVSource, asks it which it holds (paged()),
+// and addresses both alike (kv_tensor.cuh).
 #pragma once
 
 #include <algorithm>
@@ -26,16 +26,20 @@ struct RaggedKV {
 
 struct KVSource {
   KVTensor k, v;
-  PageLookup pages;      // paged only
+  PageLookup pages;      // paged: the page ids and page size; ragged: none
   float v_scale = 1.0f;  // the value is v * v_scale (fp8 caches; k_scale is folded into the logits' scale)
-  detail::KVStorage storage = detail::KVStorage::kRagged;
 
   KVSource() = default;
-  KVSource(const PagedKV& s, float v_scale_)
-      : k(s.k), v(s.v), pages(s.pages), v_scale(v_scale_), storage(detail::KVStorage::kPaged) {}
+  KVSource(const PagedKV& s, float v_scale_) : k(s.k), v(s.v), pages(s.pages), v_scale(v_scale_) {}
   KVSource(const RaggedKV& s, float v_scale_) : k(s.k), v(s.v), v_scale(v_scale_) {}
 
-  __host__ __device__ bool paged() const { return storage == detail::KVStorage::kPaged; }
+  // Which of the two it was made from. The page ids themselves say it (a RaggedKV has
+  // none; a page table with no entries may have none either, and then no key is read
+  // either way), rather than a separate tag: the
+  // compiler then derives the item's key locator (KeyLocator) from one pointer, and
+  // the mma.sync tiles keep the code they had before the parameters were composed
+  // (a one-byte tag reordered the tensor-core tile's whole schedule).
+  __host__ __device__ bool paged() const { return pages.page_ids != nullptr; }
 };
 
 inline KVSource kv_source(const detail::AttentionParams& p) {
