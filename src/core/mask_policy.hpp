@@ -25,9 +25,8 @@ struct RequestMask {
   // row + kv_len - qo_len, never past kv_len - 1 (the plan keeps diagonal -
   // window_left within int32 too). Summed in unsigned arithmetic, which wraps where
   // row + kv_len would pass INT32_MAX and still gives the exact result, in this
-  // order: regrouped as row + (kv_len - qo_len), the CUDA tiles compiled to other
-  // code, and the portable prefill tile ran 3-4% slower at head_dim 64 and 256 on
-  // the H200 (docs/log/ab-kernel-params-2026-12-02.md).
+  // order: regrouped as row + (kv_len - qo_len), the CUDA tiles compile to other code,
+  // and the portable prefill tile ran 3-4% slower at head_dim 64 and 256 on the H200.
   KVINFER_HD std::int32_t diagonal(std::int32_t row) const {
     return std::int32_t(std::uint32_t(row) + std::uint32_t(kv_len) - std::uint32_t(qo_len));
   }

@@ -18,7 +18,7 @@
 namespace kvinfer::detail {
 
 // Copies a schedule's device pointers and grid sizes into the params of a backend
-// call (AttentionParams, MLAParams: the same member names).
+// call (AttentionParams, MLAParams: both hold a ScheduleView and the grid sizes).
 template <class Params>
 void bind_schedule(Params& p, const ScheduleView& sv, const Schedule& s) {
   p.schedule = sv;

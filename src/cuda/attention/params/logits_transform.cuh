@@ -12,9 +12,9 @@ struct LogitsTransform {
   float sm_scale = 1.0f;       // k_scale folded in
   float sm_scale_log2 = 1.0f;  // sm_scale * log2(e)
   float soft_cap = 0.0f;       // 0: off
-  // On an 8-byte boundary, as rope and its two factors have always been placed: the
-  // CUDA-core decode kernel loads parameters in 8-byte pairs where they align, and
-  // other pairs schedule its prologue differently.
+  // rope on an 8-byte boundary, its two factors after it: the CUDA-core decode kernel
+  // loads parameters in 8-byte pairs where they align, and other pairs schedule its
+  // prologue differently from the code that was measured.
   alignas(8) bool rope = false;
   float rope_rcp_scale = 1.0f, rope_rcp_theta = 1.0e-4f;
   const float* alibi_slopes = nullptr;  // [Hq] or null
