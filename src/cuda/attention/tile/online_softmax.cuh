@@ -14,15 +14,21 @@
 namespace kvinfer::cuda {
 
 // Reduces N values pairwise (depth log2 N instead of a chain of N dependent
-// operations: the row max and sum are on the critical path of every tile).
+// operations: the row max and sum are on the critical path of every tile). The
+// levels are unrolled by recursion on a compile-time stride: as a loop over the
+// stride, the compiler keeps 16 values (128-key tiles) in a local-memory array.
+template <int kStride, int N, class Op>
+__device__ __forceinline__ void tree_reduce_level(float (&x)[N], Op op) {
+  if constexpr (kStride >= 1) {
+#pragma unroll
+    for (int i = 0; i < kStride; ++i) x[i] = op(x[i], x[i + kStride]);
+    tree_reduce_level<kStride / 2>(x, op);
+  }
+}
 template <int N, class Op>
 __device__ __forceinline__ float tree_reduce(float (&x)[N], Op op) {
   static_assert((N & (N - 1)) == 0, "a power of two");
-#pragma unroll
-  for (int stride = N / 2; stride >= 1; stride /= 2) {
-#pragma unroll
-    for (int i = 0; i < stride; ++i) x[i] = op(x[i], x[i + stride]);
-  }
+  tree_reduce_level<N / 2>(x, op);
   return x[0];
 }
 

@@ -30,7 +30,8 @@
 #include "cuda/attention/tile/online_softmax.cuh"
 #include "cuda/attention/tile/packed_rows.cuh"
 #include "cuda/attention/tile/swizzle.cuh"
-#include "cuda/attention/wgmma_prefill/epilogue.cuh"
+#include "cuda/attention/tile/warpgroup_epilogue.cuh"
+#include "cuda/attention/tile/warpgroup_tile.cuh"
 #include "cuda/attention/wgmma_prefill/stages.cuh"
 #include "cuda/common/wgmma.cuh"
 #include "cuda/check.cuh"
@@ -40,124 +41,6 @@
 
 namespace kvinfer::cuda {
 
-// The CTA's work item, heaviest first as the tensor-core tile takes them (the planner
-// lists a request's row tiles in order, so under a causal mask the heaviest come
-// last). False: the CTA has no item (the grid is sized for the capacity).
-__device__ __forceinline__ bool fetch_heaviest_item(const AttentionKernelParams& p, detail::WorkItem& item) {
-  const int num_items = p.schedule.counts[0];
-  if (int(blockIdx.x) >= num_items) return false;
-  item = p.schedule.items[num_items - 1 - int(blockIdx.x)];
-  return true;
-}
-
-// The warpgroup's tensor-core work from shared memory. Descriptors: the warpgroup's
-// 64 rows of Q; K tiles (K-major, 8-row groups 1024 bytes apart); V tiles read
-// MN-major (panels of 64 columns kKeys * 128 bytes apart).
-template <class T, int D>
-struct HopperMma {
-  using S = HopperPrefillShape<D>;
-  using QK = wgmma::Mma<S::kKeys, T>;
-  using PV = wgmma::Mma<D, T>;
-  std::uint64_t q_desc, k_desc, v_desc;
-  __device__ __forceinline__ HopperMma(unsigned base, int warpgroup)
-      : q_desc(wgmma::make_desc_sw128(base + S::q + unsigned(warpgroup) * 64 * 128, 16, 1024)),
-        k_desc(wgmma::make_desc_sw128(base + S::k, 16, 1024)),
-        v_desc(wgmma::make_desc_sw128(base + S::v, S::kKeys * 128, 1024)) {}
-  // Byte offsets enter the descriptor's address field in 16-byte units.
-  __device__ __forceinline__ static std::uint64_t advance(std::uint64_t desc, unsigned bytes) {
-    return desc + std::uint64_t(bytes >> 4);
-  }
-  // S = Q K_t^T, one group.
-  __device__ __forceinline__ void issue_qk(int t, float (&s)[S::kKeyFrags][4]) const {
-    const unsigned stage = unsigned(t % S::kStages) * S::k_stage;
-#pragma unroll
-    for (int kk = 0; kk < S::kQkSteps; ++kk) {
-      // k-step kk: panel kk / 4, 32 bytes per step inside the 128-byte row.
-      const unsigned q_off = unsigned(kk / 4) * S::kTileRows * 128 + unsigned(kk % 4) * 32;
-      const unsigned k_off = stage + unsigned(kk / 4) * S::kKeys * 128 + unsigned(kk % 4) * 32;
-      QK::ss(s, advance(q_desc, q_off), advance(k_desc, k_off), kk > 0);
-    }
-    wgmma::commit();
-  }
-  // O += P V_t, one group.
-  __device__ __forceinline__ void issue_pv(int t, float (&o)[S::kVoFrags][4],
-                                           const std::uint32_t (&pa)[S::kPvSteps][4]) const {
-    const unsigned stage = unsigned(t % S::kStages) * S::v_stage;
-#pragma unroll
-    for (int j = 0; j < S::kPvSteps; ++j) {
-      PV::template rs<true>(o, pa[j], advance(v_desc, stage + unsigned(j) * 16 * 128), true);
-    }
-    wgmma::commit();
-  }
-};
-
-// Keeps every register of a wgmma operand (an array of fragments) in place across
-// the fence or wait around it.
-template <class Fragments>
-__device__ __forceinline__ void fence_operands(Fragments& regs) {
-#pragma unroll
-  for (auto& frag : regs)
-#pragma unroll
-    for (auto& x : frag) wgmma::fence_operand(x);
-}
-
-// This thread's share of its warpgroup's state: O, the scores of the next tile (made
-// probabilities in place), P as the A fragments of O += P V, and its rows' running
-// maxima, sums and rescale factors: references to the kernel's own arrays (a struct
-// holding the arrays themselves compiles to other machine code at head_dim 64).
-template <int D>
-struct HopperTileState {
-  using S = HopperPrefillShape<D>;
-  float (&o)[1][S::kVoFrags][4];
-  float (&s)[1][S::kKeyFrags][4];
-  std::uint32_t (&pa)[S::kPvSteps][4];
-  float (&row_max)[1][2];
-  float (&row_sum)[1][2];
-  float (&rescale)[1][2];
-};
-
-// The softmax of this thread's rows (accumulator rows g and g + 8 of its warp's 16).
-// Raw scores with the base-2 scale folded into the exponent, unless the scale is
-// negative (then the max would be a min): scale first, as the tensor-core tile does.
-// The params and the item's keys come with each call: held here as references, they
-// change the machine code of the whole kernel.
-template <class T, int D>
-struct HopperSoftmax {
-  using S = HopperPrefillShape<D>;
-  int tok[1][2];
-  bool prescale;
-  float sc;
-  __device__ __forceinline__ HopperSoftmax(const AttentionKernelParams& p, const detail::WorkItem& item, int rows,
-                                           int lane, int warp) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int i = min(warp * 16 + lane / 4 + 8 * h, rows - 1);
-      tok[0][h] = int(p.heads.group_div.div(std::uint32_t(item.row_begin + i)));
-    }
-    prescale = p.logits.sm_scale_log2 < 0.0f;
-    sc = prescale ? 1.0f : p.logits.sm_scale_log2;
-  }
-  // Scores of tile t (in st.s) to probabilities; returns whether O needs rescaling.
-  __device__ __forceinline__ bool scores(const AttentionKernelParams& p, const ItemKeys& keys,
-                                         const HopperTileState<D>& st, int t, int lane) const {
-    const int key0 = keys.key_begin + t * S::kKeys;
-    if (prescale) {
-#pragma unroll
-      for (int n = 0; n < S::kKeyFrags; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) st.s[0][n][e] *= p.logits.sm_scale_log2;
-    }
-    if (keys.needs_mask(key0, S::kKeys)) {
-      mask_scores<false>(st.s, keys.mask, tok, key0, keys.key_end, lane);
-    }
-    return online_softmax(st.s, st.row_max, st.row_sum, st.rescale, sc);
-  }
-  __device__ __forceinline__ void to_p(const HopperTileState<D>& st) const {
-#pragma unroll
-    for (int j = 0; j < S::kPvSteps; ++j) p_fragment<T>(st.s[0], j, st.pa[j]);
-  }
-};
-
 // What each key tile of the mainloop works with: the params, the item's keys, its
 // K/V stages, the warpgroup's mma, the softmax and the state of this thread's rows.
 template <class T, int D, bool kPaged>
@@ -165,9 +48,9 @@ struct HopperMainloop {
   const AttentionKernelParams& p;
   const ItemKeys& keys;
   HopperKvStages<D, kPaged>& stages;
-  const HopperMma<T, D>& mma;
-  const HopperSoftmax<T, D>& softmax;
-  const HopperTileState<D>& st;
+  const HopperMma<T, HopperPrefillShape<D>>& mma;
+  const HopperSoftmax<T, HopperPrefillShape<D>>& softmax;
+  const HopperTileState<HopperPrefillShape<D>>& st;
   int num_tiles, lane;
 };
 
@@ -191,7 +74,7 @@ __device__ __forceinline__ void first_key_tile(const HopperMainloop<T, D, kPaged
 // wait) when tile t + 1 exists and its scores are computed here.
 template <bool kNext, class T, int D, bool kPaged>
 __device__ __forceinline__ void key_tile(const HopperMainloop<T, D, kPaged>& m, int t) {
-  const HopperTileState<D>& st = m.st;
+  const HopperTileState<HopperPrefillShape<D>>& st = m.st;
   ptx::cp_async_wait_group<HopperPrefillShape<D>::kStages - 2>();  // V_t and K_{t+1}
   wgmma::fence_proxy_async_shared();
   __syncthreads();  // ... landed for every thread; every warpgroup is done with tile t - 1
@@ -254,15 +137,15 @@ __global__ void __launch_bounds__(HopperPrefillShape<D>::kThreads, HopperPrefill
   stages.start(num_tiles);
 
   // The mainloop's pieces and this thread's state.
-  const HopperSoftmax<T, D> softmax(p, item, rows, lane, warp);
-  const HopperMma<T, D> mma(smem.addr, warpgroup);
+  const HopperSoftmax<T, S> softmax(p, item, rows, lane, warp);
+  const HopperMma<T, S> mma(smem.addr, warpgroup);
   float o[1][S::kVoFrags][4], s[1][S::kKeyFrags][4];
   std::uint32_t pa[S::kPvSteps][4];
   float row_max[1][2] = {{-INFINITY, -INFINITY}}, row_sum[1][2] = {{0.0f, 0.0f}};
 #pragma unroll
   for (int c = 0; c < S::kVoFrags; ++c) o[0][c][0] = o[0][c][1] = o[0][c][2] = o[0][c][3] = 0.0f;
   float rescale[1][2];
-  const HopperTileState<D> st{o, s, pa, row_max, row_sum, rescale};
+  const HopperTileState<S> st{o, s, pa, row_max, row_sum, rescale};
 
   // The mainloop over the key tiles (the first one's scores before it), then the
   // epilogue.

@@ -37,18 +37,6 @@ struct HopperPrefillShape {
   static constexpr int kSmem = bytes + 1024;  // slack to align the base to 1024 bytes (swizzle atoms)
 };
 
-// The CTA's dynamic shared memory from its first 1024-byte boundary (the 128-byte
-// swizzle's atoms), as a pointer and as a shared-window address (the descriptors').
-struct HopperSmem {
-  unsigned char* ptr;
-  unsigned addr;
-};
-__device__ __forceinline__ HopperSmem align_hopper_smem(unsigned char* smem_raw) {
-  const unsigned raw_addr = static_cast<unsigned>(__cvta_generic_to_shared(smem_raw));
-  const unsigned pad = (1024u - (raw_addr & 1023u)) & 1023u;
-  return {smem_raw + pad, raw_addr + pad};
-}
-
 // A key row's place in the paged cache: its page id and its slot in the page, both
 // found once per tile (the divmod is shared by the row's K and V copies).
 struct HopperRowPlace {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The wgmma mainloop's epilogue: a split chunk writes its partial state directly, a
-// whole item stages O in its warpgroup's rows of the Q tile and writes whole 16-byte
-// chunks. Included by its kernel.cuh.
+// The epilogue of the wgmma families' 128-row tiles (two warpgroups of 64 rows,
+// threads 0-255): a split chunk writes its partial state directly, a whole item stages
+// O in its warpgroup's rows of the Q tile and writes whole 16-byte chunks.
 #pragma once
 
 #include <cstdint>
