@@ -17,6 +17,7 @@ enum class KernelFamily : std::uint8_t {
   kTensorCoreTile,  // the portable mma.sync tiles (16, 64, 128 rows)
   kFp8DecodeTile,   // the 16-row decode tile with fp8 K/V converted in registers
   kWgmmaPrefill,    // the sm90 wgmma prefill mainloop
+  kWsPrefill,       // the sm90 warp-specialised prefill (TMA producer, wgmma consumers; ragged KV)
   kMla,             // the MLA kernel (latent KV shared by every head)
 };
 

@@ -84,6 +84,11 @@ int tile_rows(const AttentionProblem& pr) {
 // compiled, the device is sm_90 and the logits are plain (no RoPE: it rotates tiles in
 // shared memory, which only the portable kernel does), unless options.backend asks for
 // the portable one; asked for explicitly, it runs 128-row tiles whatever the lengths.
+// Of the two Hopper kernels, ragged KV takes the warp-specialised one where it is
+// compiled: its whole key tiles of one head are TMA boxes of the ragged tensor, copied
+// by a producer warp while both consumer warpgroups compute. Paged KV gathers rows by
+// page id, which the wgmma mainloop's copies do (docs/kernels.md, "Warp-specialised
+// prefill").
 // 16-row tiles with fp8 KV take the fp8 decode tile where one is compiled: it converts
 // K and V in registers, where the portable tile stages and converts them in shared
 // memory (docs/kernels.md, "fp8 decode tile").
@@ -94,6 +99,9 @@ KernelKey tile_choice(int index, const AttentionProblem& pr, const AttentionKern
       !general && pr.pos_encoding == PosEncoding::kNone ? find(caps, KernelFamily::kWgmmaPrefill, pr) : -1;
   const bool supported = wgmma >= 0;
   const bool hopper = caps.hopper;
+  const int ws = supported && pr.storage == KVStorage::kRagged ? find(caps, KernelFamily::kWsPrefill, pr) : -1;
+  const KernelKey hopper_key = ws >= 0 ? KernelKey{KernelFamily::kWsPrefill, ws, 128}
+                                       : KernelKey{KernelFamily::kWgmmaPrefill, wgmma, 128};
   if (pr.backend == PrefillBackend::kHopper) {
     if (!supported) {
       throw Error(
@@ -106,12 +114,10 @@ KernelKey tile_choice(int index, const AttentionProblem& pr, const AttentionKern
       throw Error("attention", "options.backend", "fa3 (Hopper)",
                   "needs an sm_90 device and a build with sm_90a code (KVINFER_CUDA_ARCHS)");
     }
-    return {KernelFamily::kWgmmaPrefill, wgmma, 128};
+    return hopper_key;
   }
   if (general) return {KernelFamily::kTensorCoreTile, index, rows, KernelVariant::kGeneralLogits};
-  if (supported && rows == 128 && pr.backend == PrefillBackend::kAuto && hopper) {
-    return {KernelFamily::kWgmmaPrefill, wgmma, 128};
-  }
+  if (supported && rows == 128 && pr.backend == PrefillBackend::kAuto && hopper) return hopper_key;
   if (rows == kDecodeTileRows && is_fp8(pr.kv_dtype)) {
     if (const int i = find(caps, KernelFamily::kFp8DecodeTile, pr); i >= 0) return {KernelFamily::kFp8DecodeTile, i, rows};
   }

@@ -26,6 +26,7 @@ AttentionKernelCaps default_preset(bool hopper) {
         if (kv == q) {
           add(KernelFamily::kKeyRowTile, q, kv, d, d);
           add(KernelFamily::kWgmmaPrefill, q, kv, d, d);
+          if (d == 128) add(KernelFamily::kWsPrefill, q, kv, d, d);
         } else if (d <= 128) {
           add(KernelFamily::kFp8DecodeTile, q, kv, d, d);
         }
@@ -112,7 +113,14 @@ TEST(AttentionSelector, GroupOneAndGeneralLogitsDecodeOnTheCudaCores) {
 
 TEST(AttentionSelector, PrefillTilesByLengthAndDevice) {
   const AttentionProblem pr = problem(DType::kBF16, DType::kBF16, 1, 128, 4096);
-  expect_key(select_attention_kernel(pr, kH200).run, KernelFamily::kWgmmaPrefill, 128, kH200, pr);
+  expect_key(select_attention_kernel(pr, kH200).run, KernelFamily::kWsPrefill, 128, kH200, pr);
+  // Paged KV, and head dims without a warp-specialised instance, take the wgmma mainloop.
+  AttentionProblem paged = pr;
+  paged.storage = KVStorage::kPaged;
+  paged.page_size = 16;
+  expect_key(select_attention_kernel(paged, kH200).run, KernelFamily::kWgmmaPrefill, 128, kH200, paged);
+  const AttentionProblem d64 = problem(DType::kBF16, DType::kBF16, 1, 64, 4096);
+  expect_key(select_attention_kernel(d64, kH200).run, KernelFamily::kWgmmaPrefill, 128, kH200, d64);
   const AttentionKernelCaps ampere = default_preset(false);
   expect_key(select_attention_kernel(pr, ampere).run, KernelFamily::kTensorCoreTile, 128, ampere, pr);
   const AttentionProblem short_rows = problem(DType::kBF16, DType::kBF16, 4, 128, 16);
@@ -166,7 +174,7 @@ TEST(AttentionSelector, LengthFreePlansChooseByConfigurationAlone) {
 TEST(AttentionSelector, AskedForHopperWhereItCannotRunIsAnError) {
   AttentionProblem pr = problem(DType::kBF16, DType::kBF16, 1, 128, 4096);
   pr.backend = PrefillBackend::kHopper;
-  expect_key(select_attention_kernel(pr, kH200).run, KernelFamily::kWgmmaPrefill, 128, kH200, pr);
+  expect_key(select_attention_kernel(pr, kH200).run, KernelFamily::kWsPrefill, 128, kH200, pr);
   expect_error([&] { select_attention_kernel(pr, default_preset(false)); }, "options.backend", "sm_90");
   pr.pos_encoding = PosEncoding::kAlibi;
   expect_error([&] { select_attention_kernel(pr, kH200); }, "options.backend", "ALiBi");

@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: Apache-2.0
+// The warp-specialised Hopper (sm_90a) prefill of ragged KV: a producer warp streams
+// the item's K and V tiles into a ring of shared-memory stages with TMA bulk tensor
+// copies, each stage guarded by a "full" barrier (the copy's bytes landed) and an
+// "empty" one (both consumer warpgroups are done with it); two consumer warpgroups,
+// 64 query rows each, run S = Q K^T and O += P V on wgmma and the online softmax, and
+// never wait on a copy they issued or on each other. setmaxnreg moves the producer's
+// registers to the consumers. The softmax, mask policy and epilogues are those of the
+// wgmma mainloop (tile/warpgroup_tile.cuh, tile/warpgroup_epilogue.cuh), so both
+// families give the same result for the same item. docs/kernels.md, "Warp-specialised
+// prefill". Included by its instance.cuh.
+//
+// Per key tile t, in each consumer warpgroup (as in the wgmma mainloop, the
+// exponentials of one tile run under the tensor cores' work on the previous):
+//   wait K_{t+1} full and V_t full
+//   issue S_{t+1} = Q K_{t+1}^T, then O += P_t V_t
+//   wait for S_{t+1}; release K_{t+1}; mask and softmax it while O += P_t V_t runs
+//   wait for O; release V_t; rescale O; P_{t+1} from S_{t+1}
+// The producer copies K_0, then K_{t+1} and V_t for each t, each into its stage once
+// both consumers released the stage's previous tile.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+
+#include "cuda/attention/attention_kernel_params.cuh"
+#include "cuda/attention/tile/item_keys.cuh"
+#include "cuda/attention/tile/kv_copy.cuh"
+#include "cuda/attention/tile/packed_rows.cuh"
+#include "cuda/attention/tile/swizzle.cuh"
+#include "cuda/attention/tile/warpgroup_epilogue.cuh"
+#include "cuda/attention/tile/warpgroup_tile.cuh"
+#include "cuda/attention/ws_prefill/shape.cuh"
+#include "cuda/check.cuh"
+#include "cuda/common/mbarrier.cuh"
+#include "cuda/common/ptx.cuh"
+#include "cuda/common/tma.cuh"
+#include "cuda/common/wgmma.cuh"
+
+namespace kvinfer::cuda {
+
+// The attention parameters and the tensor maps of K and V: ragged NHD or HND tensors
+// seen as [heads][tokens][D] (dims D, tokens, heads innermost first), boxes of 64
+// columns x kKeys tokens of one head.
+struct WsPrefillParams {
+  AttentionKernelParams attn;
+  CUtensorMap k_map, v_map;
+};
+
+// The ring of K and V stages and its barriers in shared memory.
+template <int D>
+struct WsRing {
+  using S = WsPrefillShape<D>;
+  unsigned char* base;
+  __device__ __forceinline__ std::uint64_t* barrier(int i) const {
+    return reinterpret_cast<std::uint64_t*>(base + S::barriers) + i;
+  }
+  __device__ __forceinline__ std::uint64_t* full_k(int t) const { return barrier(t % S::kStages); }
+  __device__ __forceinline__ std::uint64_t* full_v(int t) const { return barrier(S::kStages + t % S::kStages); }
+  __device__ __forceinline__ std::uint64_t* empty_k(int t) const { return barrier(2 * S::kStages + t % S::kStages); }
+  __device__ __forceinline__ std::uint64_t* empty_v(int t) const { return barrier(3 * S::kStages + t % S::kStages); }
+  __device__ __forceinline__ std::uint64_t* tail() const { return barrier(4 * S::kStages); }
+  __device__ __forceinline__ unsigned char* k_tile(int t) const { return base + S::k + (t % S::kStages) * S::k_stage; }
+  __device__ __forceinline__ unsigned char* v_tile(int t) const { return base + S::v + (t % S::kStages) * S::v_stage; }
+  // The parity of tile t's use of its stage (the ring's pass).
+  __device__ __forceinline__ static unsigned pass(int t) { return unsigned(t / S::kStages) & 1u; }
+
+  // One thread: full barriers take the producer's one arrival (and the copies'
+  // bytes), empty ones an arrival of each consumer warpgroup, the tail one the
+  // producer's.
+  __device__ __forceinline__ void init() const {
+    for (int s = 0; s < S::kStages; ++s) {
+      mbarrier::init(barrier(s), 1);
+      mbarrier::init(barrier(S::kStages + s), 1);
+      mbarrier::init(barrier(2 * S::kStages + s), 2);
+      mbarrier::init(barrier(3 * S::kStages + s), 2);
+    }
+    mbarrier::init(tail(), 1);
+    mbarrier::fence_init();
+  }
+};
+
+// The producer warp: K_0, then K_{t+1} and V_t for each tile t, by TMA, lane 0
+// issuing. Rows past the item's keys land too (other requests' rows, or zeros past
+// the tensor): the mask gives their scores zero probability, and the rows of the last
+// V tile past the keys are zeroed here before its consumers may read it (0 times a
+// NaN or infinity there would otherwise reach O).
+template <int D>
+__device__ __forceinline__ void produce_kv(const WsPrefillParams& wp, const WsRing<D>& ring, int token0, int head,
+                                           int num_tiles, int valid_in_last, int lane) {
+  using S = WsPrefillShape<D>;
+  const bool partial_last = valid_in_last < S::kKeys;
+  if (lane == 0) {
+    tma::prefetch_map(&wp.k_map);
+    tma::prefetch_map(&wp.v_map);
+    const auto copy = [&](const CUtensorMap* map, unsigned char* tile, std::uint64_t* full, int t) {
+      mbarrier::arrive_expect_tx(full, S::k_stage);
+#pragma unroll
+      for (int c = 0; c < S::kPanels; ++c) {
+        tma::load_3d(tile + c * S::kKeys * 128, map, full, 64 * c, token0 + t * S::kKeys, head);
+      }
+    };
+    if (num_tiles > 0) copy(&wp.k_map, ring.k_tile(0), ring.full_k(0), 0);
+    for (int t = 0; t < num_tiles; ++t) {
+      if (t + 1 < num_tiles) {
+        mbarrier::wait(ring.empty_k(t + 1), ring.pass(t + 1) ^ 1u);
+        copy(&wp.k_map, ring.k_tile(t + 1), ring.full_k(t + 1), t + 1);
+      }
+      mbarrier::wait(ring.empty_v(t), ring.pass(t) ^ 1u);
+      const bool tail = t == num_tiles - 1 && partial_last;
+      copy(&wp.v_map, ring.v_tile(t), tail ? ring.tail() : ring.full_v(t), t);
+    }
+  }
+  if (num_tiles == 0 || !partial_last) return;
+  __syncwarp();
+  const int t = num_tiles - 1;
+  mbarrier::wait(ring.tail(), 0);
+  unsigned char* tile = ring.v_tile(t);
+  constexpr int kChunksPerRow = 8;  // 16-byte chunks of a panel's 128-byte row
+  const int chunks = (S::kKeys - valid_in_last) * kChunksPerRow * S::kPanels;
+  for (int i = lane; i < chunks; i += 32) {
+    const int panel = i / ((S::kKeys - valid_in_last) * kChunksPerRow);
+    const int rest = i % ((S::kKeys - valid_in_last) * kChunksPerRow);
+    const int row = valid_in_last + rest / kChunksPerRow;
+    *reinterpret_cast<uint4*>(tile + panel * S::kKeys * 128 + row * 128 + (rest % kChunksPerRow) * 16) =
+        make_uint4(0, 0, 0, 0);
+  }
+  wgmma::fence_proxy_async_shared();  // the zeros, before wgmma reads the tile
+  __syncwarp();
+  if (lane == 0) mbarrier::arrive(ring.full_v(t));
+}
+
+// What each key tile of a consumer warpgroup works with.
+template <class T, int D>
+struct WsConsumer {
+  using S = WsPrefillShape<D>;
+  const AttentionKernelParams& p;
+  const ItemKeys& keys;
+  const WsRing<D>& ring;
+  const HopperMma<T, S>& mma;
+  const HopperSoftmax<T, S>& softmax;
+  const HopperTileState<S>& st;
+  int lane;
+  bool leader;  // thread 0 of the warpgroup: releases stages for it
+  __device__ __forceinline__ void release(std::uint64_t* empty) const {
+    if (leader) mbarrier::arrive(empty);
+  }
+};
+
+// The first key tile's scores and P (O is zero: nothing to rescale).
+template <class T, int D>
+__device__ __forceinline__ void ws_first_key_tile(const WsConsumer<T, D>& m) {
+  mbarrier::wait(m.ring.full_k(0), 0);
+  wgmma::fence();
+  m.mma.issue_qk(0, m.st.s[0]);
+  wgmma::wait<0>();
+  fence_operands(m.st.s[0]);
+  m.release(m.ring.empty_k(0));
+  m.softmax.scores(m.p, m.keys, m.st, 0, m.lane);
+  m.softmax.to_p(m.st);
+}
+
+// One key tile t: O += P_t V_t beside S_{t+1} = Q K_{t+1}^T and its softmax (kNext:
+// tile t + 1 exists; compile-time, so that the wgmma groups in flight are known at
+// every wait).
+template <bool kNext, class T, int D>
+__device__ __forceinline__ void ws_key_tile(const WsConsumer<T, D>& m, int t) {
+  const HopperTileState<WsPrefillShape<D>>& st = m.st;
+  if constexpr (kNext) mbarrier::wait(m.ring.full_k(t + 1), m.ring.pass(t + 1));
+  mbarrier::wait(m.ring.full_v(t), m.ring.pass(t));
+  fence_operands(st.o[0]);
+  wgmma::fence();
+  if constexpr (kNext) m.mma.issue_qk(t + 1, st.s[0]);
+  m.mma.issue_pv(t, st.o[0], st.pa);
+  if constexpr (kNext) {
+    wgmma::wait<1>();  // S_{t+1}; O += P_t V_t may still run
+    fence_operands(st.s[0]);
+    m.release(m.ring.empty_k(t + 1));
+    const bool changed = m.softmax.scores(m.p, m.keys, st, t + 1, m.lane);
+    // The wait for O += P V is made to depend on the softmax (a vote on the row sums,
+    // never the all-ones NaN pattern; the trap marks that branch unreachable), so that
+    // ptxas cannot hoist it above the exponentials it should overlap.
+    if (!__any_sync(0xffffffffu, __float_as_uint(st.row_sum[0][0] + st.row_sum[0][1]) != 0xFFFFFFFFu)) __trap();
+    wgmma::wait<0>();
+    fence_operands(st.o[0]);
+    fence_operands(st.pa);
+    m.release(m.ring.empty_v(t));
+    if (changed) rescale_rows(st.o, st.rescale);
+    m.softmax.to_p(st);
+  } else {
+    wgmma::wait<0>();
+    fence_operands(st.o[0]);
+    m.release(m.ring.empty_v(t));
+  }
+}
+
+template <class T, class TO, int D>
+__global__ void __launch_bounds__(WsPrefillShape<D>::kThreads, 1)
+    ws_prefill_kernel(const __grid_constant__ WsPrefillParams wp) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  using S = WsPrefillShape<D>;
+  const AttentionKernelParams& p = wp.attn;
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  const HopperSmem smem = align_hopper_smem(smem_raw);
+  const WsRing<D> ring{smem.ptr};
+  detail::WorkItem item;
+  if (!fetch_heaviest_item(p, item)) return;
+  const detail::RequestInfo r = p.schedule.requests[item.request];
+  if (threadIdx.x == 0) ring.init();
+  __syncthreads();  // the barriers are initialised before any thread uses them
+  wait_for_inputs();
+  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32, warpgroup = int(threadIdx.x) / 128;
+  const ItemKeys keys = item_keys(p, item, r, nullptr);
+  const int num_tiles = keys.num_tiles(S::kKeys);
+
+  if (warpgroup == 2) {  // the producer
+    tma::shrink_registers<S::kProducerRegs>();
+    if (warp == 8) {
+      const int valid_in_last = keys.key_end - (keys.key_begin + (num_tiles - 1) * S::kKeys);
+      produce_kv<D>(wp, ring, r.kv_begin + keys.key_begin, item.kv_head, num_tiles, valid_in_last, lane);
+    }
+    return;
+  }
+  tma::grow_registers<S::kConsumerRegs>();
+
+  // Q by the consumers' copies (packed GQA rows are not one box), then the state.
+  const int rows = item.row_end - item.row_begin;
+  const int group = p.heads.group_size;
+  load_tile16<S::kConsumerThreads, S::kTileRows, D, SwizzledPanels>(
+      smem.ptr + S::q, [&](int i) { return packed_q_row(p, item, r, group, i); }, rows);
+  ptx::cp_async_wait_all();
+  wgmma::fence_proxy_async_shared();
+  asm volatile("bar.sync 3, %0;" ::"n"(S::kConsumerThreads) : "memory");  // Q landed for both warpgroups
+
+  const HopperSoftmax<T, S> softmax(p, item, rows, lane, warp);
+  const HopperMma<T, S> mma(smem.addr, warpgroup);
+  float o[1][S::kVoFrags][4], s[1][S::kKeyFrags][4];
+  std::uint32_t pa[S::kPvSteps][4];
+  float row_max[1][2] = {{-INFINITY, -INFINITY}}, row_sum[1][2] = {{0.0f, 0.0f}};
+#pragma unroll
+  for (int c = 0; c < S::kVoFrags; ++c) o[0][c][0] = o[0][c][1] = o[0][c][2] = o[0][c][3] = 0.0f;
+  float rescale[1][2];
+  const HopperTileState<S> st{o, s, pa, row_max, row_sum, rescale};
+
+  const WsConsumer<T, D> consumer{p, keys, ring, mma, softmax, st, lane, threadIdx.x % 128 == 0};
+  if (num_tiles > 0) ws_first_key_tile(consumer);
+  for (int t = 0; t + 1 < num_tiles; ++t) ws_key_tile<true>(consumer, t);
+  if (num_tiles > 0) ws_key_tile<false>(consumer, num_tiles - 1);
+  // Q has landed for every consumer (the barrier above), so the epilogue needs no wait.
+  if (r.num_chunks > 1) {
+    store_output<TO, D, 16>(p, item, r, o, row_max, row_sum, softmax.sc, rows, warp, lane);
+  } else {
+    store_output_staged<TO, D>(p, item, r, o, row_max, row_sum, softmax.sc, rows, smem.ptr + S::q, warpgroup);
+  }
+#endif
+}
+
+template <class T, class TO, int D>
+struct WsPrefillKernel {
+  static constexpr int kThreads = WsPrefillShape<D>::kThreads;
+  static constexpr int kSmem = WsPrefillShape<D>::kSmem;
+  static constexpr auto kernel = ws_prefill_kernel<T, TO, D>;
+  static void prepare() {
+    KVINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+  }
+};
+
+}  // namespace kvinfer::cuda
