@@ -81,12 +81,10 @@ foreach(q f16 bf16)
 endforeach()
 set(KVINFER_wgmma_prefill_INSTANCES_full ${KVINFER_wgmma_prefill_INSTANCES_default})
 
-# The sm90 warp-specialised prefill (ragged KV by TMA): head_dim 128 only for now. At
-# 64 and 256 it measured slower than the wgmma mainloop on the H200 (its 128-key tile
-# at 64, its O at 256 exceed the consumers' registers as ptxas allots them:
-# docs/log/ws-prefill-2026-12-02.md), so those head dims keep the wgmma mainloop.
+# The sm90 warp-specialised prefill (ragged KV by TMA), at every head dim of the wgmma
+# mainloop.
 set(KVINFER_ws_prefill_INSTANCES_minimal "bf16:bf16:128:128")
-set(KVINFER_ws_prefill_INSTANCES_default "f16:f16:128:128" "bf16:bf16:128:128")
+set(KVINFER_ws_prefill_INSTANCES_default ${KVINFER_wgmma_prefill_INSTANCES_default})
 set(KVINFER_ws_prefill_INSTANCES_full ${KVINFER_ws_prefill_INSTANCES_default})
 
 # MLA instance: "<q/o dtype>:<kv dtype>" (tensor cores; head_dim_ckv 512, with or

@@ -52,6 +52,16 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 __device__ __forceinline__ void fence_operand(float& r) { asm volatile("" : "+f"(r)::"memory"); }
 __device__ __forceinline__ void fence_operand(std::uint32_t& r) { asm volatile("" : "+r"(r)::"memory"); }
 
+// Keeps ptxas from scheduling a later wgmma wait before the instructions that compute
+// `v` (it places a wait at the top of its basic block, above independent work such as
+// the exponentials meant to overlap the wgmma): ends the block with a warp-uniform
+// branch on v. The branch is taken only for the all-ones bit pattern, a NaN that no
+// arithmetic produces, and its body is a harmless sleep: a trap there would make
+// ptxas serialise every wgmma of the kernel (C7512), an empty body would be removed.
+__device__ __forceinline__ void schedule_after(float v) {
+  if (!__any_sync(0xffffffffu, __float_as_uint(v) != 0xFFFFFFFFu)) __nanosleep(1);
+}
+
 // m64nNk16 with fp32 accumulators, operands of type T (bf16 or fp16):
 //   ss: d (+)= A B, A [64 x 16] and B [16 x N] from descriptors (both K-major);
 //   rs: d (+)= A B, A [64 x 16] from registers (each warp's m16n8k16 A fragment),

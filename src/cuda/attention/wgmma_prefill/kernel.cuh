@@ -95,11 +95,9 @@ __device__ __forceinline__ void key_tile(const HopperMainloop<T, D, kPaged>& m, 
     wgmma::wait<1>();  // S_{t+1}; O += P_t V_t may still run
     fence_operands(st.s[0]);
     const bool changed = m.softmax.scores(m.p, m.keys, st, t + 1, m.lane);
-    // Wait for O += P V only after the exponentials, so that they overlap it: ptxas
-    // schedules the wait as early as its operands allow, so it is made to depend on
-    // the softmax through a vote on the row sums (a sum of exponentials is never
-    // the all-ones NaN pattern; the trap marks that branch unreachable).
-    if (!__any_sync(0xffffffffu, __float_as_uint(st.row_sum[0][0] + st.row_sum[0][1]) != 0xFFFFFFFFu)) __trap();
+    // Wait for O += P V only after the exponentials (the row sums), so that they
+    // overlap it.
+    wgmma::schedule_after(st.row_sum[0][0] + st.row_sum[0][1]);
     wgmma::wait<0>();
     fence_operands(st.o[0]);
     fence_operands(st.pa);

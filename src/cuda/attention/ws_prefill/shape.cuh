@@ -30,6 +30,14 @@ struct WsPrefillShape {
   // of V fill 160 KB at head_dim 128 and 192 KB at 256 beside Q; at 64 three fit
   // (112 KB) and cover a tile's shorter compute.
   static constexpr int kStages = D == 64 ? 3 : 2;
+  // Ping-pong (the consumers take turns to issue wgmma) is off: with the softmax of each
+  // tile already under the warpgroup's own P V, turns measured 0.96-1.01x the time at
+  // head_dim 128, 1.03-1.09x at 64 and 0.99-1.01x at 256 on the H200 (docs/kernels.md).
+  // Named barriers: 1 and 2 are the staged epilogue's (one per warpgroup), kQBarrier is
+  // Q's, the turn barriers kTurnBarrier + 0/1.
+  static constexpr bool kPingPong = false;
+  static constexpr int kQBarrier = 3;
+  static constexpr int kTurnBarrier = 4;
   // setmaxnreg budgets: 2 x 128 x 240 + 128 x 24 = 64 512 of the 65 536 registers.
   static constexpr int kConsumerRegs = 240;
   static constexpr int kProducerRegs = 24;
