@@ -365,8 +365,8 @@ class Report:
                "`BatchPrefillWithRaggedKVCache` and `BatchPrefillWithPagedKVCache` (`bench_prefill`): 16k tokens as "
                "16x1k, 4x4k, 1x16k; 32 qo = 32 KV heads; bf16; causal and not. TFLOP/s count the visible query-key "
                f"pairs only (causal: the triangle); of GEMM: of the cuBLAS bf16 rate `bench_prefill` measured "
-               f"({f_tflops(gemm)} TFLOP/s). Ours is the automatic kernel (on sm_90 the wgmma mainloop where it "
-               "applies); portable: `options.backend = kPortable` (the mma.sync tile). Peers: torch SDPA "
+               f"({f_tflops(gemm)} TFLOP/s). Ours is the automatic kernel (on sm_90 the warp-specialised "
+               "kernel for ragged KV, the wgmma mainloop for paged); portable: `options.backend = kPortable` (the mma.sync tile). Peers: torch SDPA "
                "(FlashAttention-2 and cuDNN backends, dense `[B, H, L, D]`), FlashInfer's ragged wrapper (fa2, fa3).",
                ""]
         out += target_line(run, "bench_prefill")
