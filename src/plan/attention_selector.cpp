@@ -84,10 +84,11 @@ int tile_rows(const AttentionProblem& pr) {
 // compiled, the device is sm_90 and the logits are plain (no RoPE: it rotates tiles in
 // shared memory, which only the portable kernel does), unless options.backend asks for
 // the portable one; asked for explicitly, it runs 128-row tiles whatever the lengths.
-// Of the two Hopper kernels, ragged KV takes the warp-specialised one where it is
-// compiled: its whole key tiles of one head are TMA boxes of the ragged tensor, copied
-// by a producer warp while both consumer warpgroups compute. Paged KV gathers rows by
-// page id, which the wgmma mainloop's copies do (docs/kernels.md, "Warp-specialised
+// Of the two Hopper kernels, the warp-specialised one runs where it is compiled, for
+// ragged KV and for pages of 8-256 slots (ws_prefill_pages): its key tiles are whole
+// TMA boxes of one head (of the ragged tensor, or of the tile's pages), copied by a
+// producer warp while both consumer warpgroups compute. Other pages gather rows by
+// page id in the wgmma mainloop's copies (docs/kernels.md, "Warp-specialised
 // prefill").
 // 16-row tiles with fp8 KV take the fp8 decode tile where one is compiled: it converts
 // K and V in registers, where the portable tile stages and converts them in shared
@@ -99,7 +100,8 @@ KernelKey tile_choice(int index, const AttentionProblem& pr, const AttentionKern
       !general && pr.pos_encoding == PosEncoding::kNone ? find(caps, KernelFamily::kWgmmaPrefill, pr) : -1;
   const bool supported = wgmma >= 0;
   const bool hopper = caps.hopper;
-  const int ws = supported && pr.storage == KVStorage::kRagged ? find(caps, KernelFamily::kWsPrefill, pr) : -1;
+  const bool ws_kv = pr.storage == KVStorage::kRagged || ws_prefill_pages(pr.page_size);
+  const int ws = supported && ws_kv ? find(caps, KernelFamily::kWsPrefill, pr) : -1;
   const KernelKey hopper_key = ws >= 0 ? KernelKey{KernelFamily::kWsPrefill, ws, 128}
                                        : KernelKey{KernelFamily::kWgmmaPrefill, wgmma, 128};
   if (pr.backend == PrefillBackend::kHopper) {

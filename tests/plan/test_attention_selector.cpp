@@ -26,7 +26,7 @@ AttentionKernelCaps default_preset(bool hopper) {
         if (kv == q) {
           add(KernelFamily::kKeyRowTile, q, kv, d, d);
           add(KernelFamily::kWgmmaPrefill, q, kv, d, d);
-          if (d == 128) add(KernelFamily::kWsPrefill, q, kv, d, d);
+          add(KernelFamily::kWsPrefill, q, kv, d, d);
         } else if (d <= 128) {
           add(KernelFamily::kFp8DecodeTile, q, kv, d, d);
         }
@@ -114,13 +114,22 @@ TEST(AttentionSelector, GroupOneAndGeneralLogitsDecodeOnTheCudaCores) {
 TEST(AttentionSelector, PrefillTilesByLengthAndDevice) {
   const AttentionProblem pr = problem(DType::kBF16, DType::kBF16, 1, 128, 4096);
   expect_key(select_attention_kernel(pr, kH200).run, KernelFamily::kWsPrefill, 128, kH200, pr);
-  // Paged KV, and head dims without a warp-specialised instance, take the wgmma mainloop.
-  AttentionProblem paged = pr;
-  paged.storage = KVStorage::kPaged;
-  paged.page_size = 16;
-  expect_key(select_attention_kernel(paged, kH200).run, KernelFamily::kWgmmaPrefill, 128, kH200, paged);
+  // Pages of 8-256 slots, powers of two, are whole TMA boxes of a key tile: the
+  // warp-specialised kernel; other pages gather rows in the wgmma mainloop.
+  for (const std::int64_t page : {1, 2, 4, 8, 16, 64, 256, 512, 24}) {
+    AttentionProblem paged = pr;
+    paged.storage = KVStorage::kPaged;
+    paged.page_size = page;
+    const bool boxes = page >= 8 && page <= 256 && page != 24;
+    expect_key(select_attention_kernel(paged, kH200).run,
+               boxes ? KernelFamily::kWsPrefill : KernelFamily::kWgmmaPrefill, 128, kH200, paged);
+  }
+  // A head dim without a warp-specialised instance takes the wgmma mainloop.
   const AttentionProblem d64 = problem(DType::kBF16, DType::kBF16, 1, 64, 4096);
-  expect_key(select_attention_kernel(d64, kH200).run, KernelFamily::kWgmmaPrefill, 128, kH200, d64);
+  expect_key(select_attention_kernel(d64, kH200).run, KernelFamily::kWsPrefill, 128, kH200, d64);
+  AttentionKernelCaps no_ws = kH200;
+  std::erase_if(no_ws.instances, [](const auto& i) { return i.family == KernelFamily::kWsPrefill && i.head_dim_qk == 64; });
+  expect_key(select_attention_kernel(d64, no_ws).run, KernelFamily::kWgmmaPrefill, 128, no_ws, d64);
   const AttentionKernelCaps ampere = default_preset(false);
   expect_key(select_attention_kernel(pr, ampere).run, KernelFamily::kTensorCoreTile, 128, ampere, pr);
   const AttentionProblem short_rows = problem(DType::kBF16, DType::kBF16, 4, 128, 16);

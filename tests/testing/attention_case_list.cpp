@@ -148,6 +148,30 @@ std::vector<AttentionCase> attention_case_list() {
     c.strided = true;
     c.combined_cache = false;
   });
+  // Paged prefill of 128-row tiles whose key tiles are whole TMA boxes of pages on sm_90
+  // (pages of 8-256 slots): a window that starts a request's keys mid-page, split
+  // chunks, padded strides, both layouts and cache forms, every head dim.
+  add("tma_pages_64_window_split", Wrapper::kPagedPrefill, {150, 40}, {700, 300}, [&](AttentionCase& c) {
+    causal(c);
+    c.head_dim_qk = c.head_dim_vo = 128;
+    c.q_dtype = c.kv_dtype = c.o_dtype = DType::kBF16;
+    c.page_size = 64;
+    c.layout = KVLayout::kHND;
+    c.combined_cache = false;
+    c.strided = true;
+    c.options.window_left = 100;
+    c.split.fixed_split_size = 128;
+  });
+  add("tma_pages_256_d256", Wrapper::kPagedPrefill, {70, 33}, {1000, 33}, [&](AttentionCase& c) {
+    causal(c);
+    c.head_dim_qk = c.head_dim_vo = 256;
+    c.page_size = 256;
+    c.options.window_left = 37;
+  });
+  add("tma_pages_8_d64", Wrapper::kPagedPrefill, {130, 17}, {131, 200}, [&](AttentionCase& c) {
+    c.page_size = 8;
+    c.q_dtype = c.kv_dtype = c.o_dtype = DType::kBF16;
+  });
   add("head_dim_192_128", Wrapper::kRaggedPrefill, {17, 9}, {33, 9}, [&](AttentionCase& c) {
     causal(c);
     c.head_dim_qk = 192;

@@ -41,12 +41,15 @@
 
 namespace kvinfer::cuda {
 
-// The attention parameters and the tensor maps of K and V: ragged NHD or HND tensors
-// seen as [heads][tokens][D] (dims D, tokens, heads innermost first), boxes of 64
-// columns x kKeys tokens of one head.
+// The attention parameters and the tensor maps of K and V. Ragged NHD or HND tensors
+// are seen as (D, tokens, heads), innermost first, in boxes of 64 columns x kKeys
+// tokens of one head; a paged cache as (D, page slots, heads, pages) in boxes of 64
+// columns x box_rows slots of one head and page (box_rows = min(page size, kKeys), so
+// that a key tile is whole boxes of its pages).
 struct WsPrefillParams {
   AttentionKernelParams attn;
   CUtensorMap k_map, v_map;
+  int box_rows;  // paged: key rows per box; ragged: kKeys
 };
 
 // The ring of K and V stages and its barriers in shared memory.
@@ -82,36 +85,74 @@ struct WsRing {
   }
 };
 
-// The producer warp: K_0, then K_{t+1} and V_t for each tile t, by TMA, lane 0
-// issuing. Rows past the item's keys land too (other requests' rows, or zeros past
-// the tensor): the mask gives their scores zero probability, and the rows of the last
-// V tile past the keys are zeroed here before its consumers may read it (0 times a
-// NaN or infinity there would otherwise reach O).
+// The key tiles an item's producer copies: tile t holds the keys [key_begin + t kKeys,
+// + kKeys) of the request (key_end its last), head `head`; ragged, the tensor's rows
+// from token0 + t kKeys; paged, the request's page-table entries from kv_base.
+struct WsKeyTiles {
+  int key_begin, key_end, num_tiles, head;
+  int token0;   // ragged: the tensor row of key_begin
+  int kv_base;  // paged: the request's first entry of the page table
+};
+
+// One key tile t of K or V into its stage, its bytes completed on `full`. Ragged: one
+// box per 64-column panel, lane 0 issuing. Paged: the warp's lanes issue a box per
+// panel and box_rows keys, looking up each box's page id; boxes wholly past the keys
+// are not copied (and not read from the page table), so the bytes expected are the
+// boxes copied. A page id outside the cache lands as zeros (TMA's bounds), never as an
+// access outside it.
 template <int D>
-__device__ __forceinline__ void produce_kv(const WsPrefillParams& wp, const WsRing<D>& ring, int token0, int head,
-                                           int num_tiles, int valid_in_last, int lane) {
+__device__ __forceinline__ void copy_key_tile(const WsPrefillParams& wp, const CUtensorMap* map, unsigned char* tile,
+                                              std::uint64_t* full, const WsKeyTiles& kt, int t, int lane) {
   using S = WsPrefillShape<D>;
+  const PageLookup& pages = wp.attn.kv.pages;
+  if (pages.page_ids == nullptr) {
+    if (lane == 0) {
+      mbarrier::arrive_expect_tx(full, S::k_stage);
+#pragma unroll
+      for (int c = 0; c < S::kPanels; ++c) {
+        tma::load_3d(tile + c * S::kKeys * 128, map, full, 64 * c, kt.token0 + t * S::kKeys, kt.head);
+      }
+    }
+    return;
+  }
+  const int box = wp.box_rows, key0 = kt.key_begin + t * S::kKeys;
+  const int boxes = min(S::kKeys / box, (kt.key_end - key0 + box - 1) / box);
+  if (lane == 0) mbarrier::arrive_expect_tx(full, unsigned(boxes * S::kPanels * box * 128));
+  __syncwarp();  // the bytes are expected before any copy can complete them
+  for (int i = lane; i < boxes * S::kPanels; i += 32) {
+    const int b = i % boxes, c = i / boxes;
+    std::uint32_t slot;
+    const std::uint32_t entry = pages.page_size.divmod(std::uint32_t(key0 + b * box), &slot);
+    const int page = pages.page_ids[kt.kv_base + int(entry)];
+    tma::load_4d(tile + c * S::kKeys * 128 + b * box * 128, map, full, 64 * c, int(slot), kt.head, page);
+  }
+}
+
+// The producer warp: K_0, then K_{t+1} and V_t for each tile t, by TMA. Rows past the
+// item's keys land too (other requests' rows, zeros past the tensor, or what a stage
+// held before): the mask gives their scores zero probability, and the rows of the
+// last V tile past the keys are zeroed here before its consumers may read it (0 times
+// a NaN or infinity there would otherwise reach O).
+template <int D>
+__device__ __forceinline__ void produce_kv(const WsPrefillParams& wp, const WsRing<D>& ring, const WsKeyTiles& kt,
+                                           int lane) {
+  using S = WsPrefillShape<D>;
+  const int num_tiles = kt.num_tiles;
+  const int valid_in_last = kt.key_end - (kt.key_begin + (num_tiles - 1) * S::kKeys);
   const bool partial_last = valid_in_last < S::kKeys;
   if (lane == 0) {
     tma::prefetch_map(&wp.k_map);
     tma::prefetch_map(&wp.v_map);
-    const auto copy = [&](const CUtensorMap* map, unsigned char* tile, std::uint64_t* full, int t) {
-      mbarrier::arrive_expect_tx(full, S::k_stage);
-#pragma unroll
-      for (int c = 0; c < S::kPanels; ++c) {
-        tma::load_3d(tile + c * S::kKeys * 128, map, full, 64 * c, token0 + t * S::kKeys, head);
-      }
-    };
-    if (num_tiles > 0) copy(&wp.k_map, ring.k_tile(0), ring.full_k(0), 0);
-    for (int t = 0; t < num_tiles; ++t) {
-      if (t + 1 < num_tiles) {
-        mbarrier::wait(ring.empty_k(t + 1), ring.pass(t + 1) ^ 1u);
-        copy(&wp.k_map, ring.k_tile(t + 1), ring.full_k(t + 1), t + 1);
-      }
-      mbarrier::wait(ring.empty_v(t), ring.pass(t) ^ 1u);
-      const bool tail = t == num_tiles - 1 && partial_last;
-      copy(&wp.v_map, ring.v_tile(t), tail ? ring.tail() : ring.full_v(t), t);
+  }
+  if (num_tiles > 0) copy_key_tile<D>(wp, &wp.k_map, ring.k_tile(0), ring.full_k(0), kt, 0, lane);
+  for (int t = 0; t < num_tiles; ++t) {
+    if (t + 1 < num_tiles) {
+      mbarrier::wait(ring.empty_k(t + 1), ring.pass(t + 1) ^ 1u);
+      copy_key_tile<D>(wp, &wp.k_map, ring.k_tile(t + 1), ring.full_k(t + 1), kt, t + 1, lane);
     }
+    mbarrier::wait(ring.empty_v(t), ring.pass(t) ^ 1u);
+    const bool tail = t == num_tiles - 1 && partial_last;
+    copy_key_tile<D>(wp, &wp.v_map, ring.v_tile(t), tail ? ring.tail() : ring.full_v(t), kt, t, lane);
   }
   if (num_tiles == 0 || !partial_last) return;
   __syncwarp();
@@ -225,14 +266,19 @@ __global__ void __launch_bounds__(WsPrefillShape<D>::kThreads, 1)
   __syncthreads();  // the barriers are initialised before any thread uses them
   wait_for_inputs();
   const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32, warpgroup = int(threadIdx.x) / 128;
-  const ItemKeys keys = item_keys(p, item, r, nullptr);
+  ItemKeys keys = item_keys(p, item, r, nullptr);
+  // Paged, tiles start on a box of a page: the keys before key_begin that this adds are
+  // hidden by the mask (key_begin past the chunk's start is the window's first key; a
+  // chunk starts on whole pages).
+  if (p.kv.paged() && keys.key_end > keys.key_begin) keys.key_begin -= keys.key_begin % wp.box_rows;
   const int num_tiles = keys.num_tiles(S::kKeys);
 
   if (warpgroup == 2) {  // the producer
     tma::shrink_registers<S::kProducerRegs>();
     if (warp == 8) {
-      const int valid_in_last = keys.key_end - (keys.key_begin + (num_tiles - 1) * S::kKeys);
-      produce_kv<D>(wp, ring, r.kv_begin + keys.key_begin, item.kv_head, num_tiles, valid_in_last, lane);
+      const WsKeyTiles kt{keys.key_begin, keys.key_end, num_tiles, item.kv_head, r.kv_begin + keys.key_begin,
+                          r.kv_begin};
+      produce_kv<D>(wp, ring, kt, lane);
     }
     return;
   }

@@ -18,7 +18,7 @@ struct WsPrefillShape {
   static constexpr int kThreads = kConsumerThreads + 128;
   static constexpr int kTileRows = 128;
   // Keys per tile: 128 where the consumers' registers hold S (64 x 128 fp32: 64 per
-  // thread) beside O (64 x D: D / 2 per thread) and P: 160 at head_dim 128 of the 240
+  // thread) beside O (64 x D: D / 2 per thread) and P: 160 at head_dim 128 of the 232
   // a consumer gets. At 256, O alone takes 128, so the tile is 64 keys (S 32, P 16).
   static constexpr int kKeys = D <= 128 ? 128 : 64;
   static constexpr int kKeyFrags = kKeys / 8;
@@ -38,9 +38,11 @@ struct WsPrefillShape {
   static constexpr bool kPingPong = false;
   static constexpr int kQBarrier = 3;
   static constexpr int kTurnBarrier = 4;
-  // setmaxnreg budgets: 2 x 128 x 240 + 128 x 24 = 64 512 of the 65 536 registers.
-  static constexpr int kConsumerRegs = 240;
-  static constexpr int kProducerRegs = 24;
+  // setmaxnreg budgets: 2 x 128 x 232 + 128 x 40 = 64 512 of the 65 536 registers. The
+  // producer's paged copies (a page lookup and a box per lane) spill at 24; the
+  // consumers' code takes at most 216 (head_dim 256).
+  static constexpr int kConsumerRegs = 232;
+  static constexpr int kProducerRegs = 40;
   // Shared memory, from a 1024-byte boundary (the swizzle's atoms).
   static constexpr int q = 0;
   static constexpr int tile_bytes = kKeys * D * 2;  // one K or V stage
