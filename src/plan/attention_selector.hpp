@@ -20,6 +20,11 @@ struct AttentionInstance {
   int head_dim_qk = 0, head_dim_vo = 0;
 };
 
+// Whether paged KV of pages ws_prefill_pages admits takes the warp-specialised prefill.
+// Its paged copies are compiled and tested on the CPU's side (selector, case list) but
+// have not run on a GPU: paged KV stays on the wgmma mainloop until their GPU tests pass.
+inline constexpr bool kWsPrefillPaged = false;
+
 // What a CUDA device and the build offer the selector.
 struct AttentionKernelCaps {
   // Every compiled instance of every family, in the registry's order (a key's

@@ -115,12 +115,13 @@ TEST(AttentionSelector, PrefillTilesByLengthAndDevice) {
   const AttentionProblem pr = problem(DType::kBF16, DType::kBF16, 1, 128, 4096);
   expect_key(select_attention_kernel(pr, kH200).run, KernelFamily::kWsPrefill, 128, kH200, pr);
   // Pages of 8-256 slots, powers of two, are whole TMA boxes of a key tile: the
-  // warp-specialised kernel; other pages gather rows in the wgmma mainloop.
+  // warp-specialised kernel (where its paged copies are enabled); other pages gather
+  // rows in the wgmma mainloop.
   for (const std::int64_t page : {1, 2, 4, 8, 16, 64, 256, 512, 24}) {
     AttentionProblem paged = pr;
     paged.storage = KVStorage::kPaged;
     paged.page_size = page;
-    const bool boxes = page >= 8 && page <= 256 && page != 24;
+    const bool boxes = kWsPrefillPaged && page >= 8 && page <= 256 && page != 24;
     expect_key(select_attention_kernel(paged, kH200).run,
                boxes ? KernelFamily::kWsPrefill : KernelFamily::kWgmmaPrefill, 128, kH200, paged);
   }
