@@ -7,6 +7,9 @@
 // converts blocks, split-KV and its merge, MLA and the merge operations. The tests
 // named CpuAttention.* run again through the portable loops (ctest
 // cpu_attention_portable_isa); CpuKernels.* compare the two instruction sets directly.
+// The GPU test binary compiles this file again with KVINFER_NUMERICS_ON_CUDA
+// (tests/CMakeLists.txt): the same tests, named CudaAttention.*, on cuda:0, where the
+// shapes take the 16-row tile, the 128-row Hopper tiles and the general-logits tile.
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -16,9 +19,19 @@
 #include <random>
 #include <vector>
 
+#include "kvinfer/kvinfer.hpp"
+#if defined(KVINFER_NUMERICS_ON_CUDA)
+#include "cuda/gpu_test_util.hpp"
+#define NUMERICS_TEST(name) TEST(CudaAttention, name)
+#define NUMERICS_START() KVINFER_SKIP_WITHOUT_GPU()
+#else
 #include "cpu/isa.hpp"
 #include "cpu/kernels.hpp"
-#include "kvinfer/kvinfer.hpp"
+#define NUMERICS_TEST(name) TEST(CpuAttention, name)
+#define NUMERICS_START() \
+  do {                   \
+  } while (0)
+#endif
 #include "oracle/oracle.hpp"
 #include "testing/host_buffer.hpp"
 #include "testing/random.hpp"
@@ -29,6 +42,15 @@ namespace {
 constexpr float kInf = std::numeric_limits<float>::infinity();
 constexpr std::uint16_t kBf16NaN = 0x7FC0, kBf16Inf = 0x7F80;
 constexpr std::int64_t kHq = 4, kHk = 2, kD = 64;
+
+// Where the attention runs; inputs are made on the host and copied there.
+#if defined(KVINFER_NUMERICS_ON_CUDA)
+const Device kDevice = Device::cuda(0);
+#else
+const Device kDevice = Device::cpu();
+#endif
+Tensor on_device(const Tensor& t) { return t.to(kDevice); }
+Tensor on_host(const Tensor& t) { return t.to(Device::cpu()); }
 
 // One ragged request (qo_len x kv_len), bf16, Hq 4 / Hk 2 / D 64.
 struct Request {
@@ -66,11 +88,14 @@ struct Result {
 
 Result run(const Request& r, AttentionOptions options, SplitOptions split = {}) {
   Tensor qo = int32_tensor(std::vector<std::int32_t>{0, r.qo_len}), kv = int32_tensor(std::vector<std::int32_t>{0, r.kv_len});
-  Tensor out = Tensor::empty({r.qo_len, kHq, kD}, DType::kBF16), lse = Tensor::empty({r.qo_len, kHq}, DType::kF32);
-  BatchPrefillWithRaggedKVCache w;
+  Tensor out = Tensor::empty({r.qo_len, kHq, kD}, DType::kBF16, kDevice),
+         lse = Tensor::empty({r.qo_len, kHq}, DType::kF32, kDevice);
+  BatchPrefillWithRaggedKVCache w(kDevice);
   w.plan({.qo_indptr = qo, .kv_indptr = kv, .num_qo_heads = kHq, .num_kv_heads = kHk, .head_dim_qk = kD,
           .options = options, .split = split});
-  w.run(r.q, r.k, r.v, out, {.lse = lse});
+  w.run(on_device(r.q), on_device(r.k), on_device(r.v), out, {.lse = lse});
+  out = on_host(out);
+  lse = on_host(lse);
   Result res{std::vector<float>(std::size_t(out.numel())), std::vector<float>(std::size_t(lse.numel()))};
   for (std::size_t i = 0; i < res.o.size(); ++i) res.o[i] = bf16_to_f32(out.data_as<const std::uint16_t>()[i]);
   std::memcpy(res.lse.data(), lse.data(), res.lse.size() * sizeof(float));
@@ -120,7 +145,8 @@ void run_poisoned(std::uint64_t seed, std::int32_t kv_len, Poison&& poison, Chec
 // ---------------------------------------------------------------- large logits
 // q·k up to the range of the input dtype: |q|, |k| ~ 1e4 in bf16 give logits ~1e8,
 // a softmax that is one key per row; the result still matches the float64 oracle.
-TEST(CpuAttention, NumericsLogitsUpToTheDtypeRange) {
+NUMERICS_TEST(NumericsLogitsUpToTheDtypeRange) {
+  NUMERICS_START();
   Rng rng(1);
   for (const Path& path : kPaths) {
     SCOPED_TRACE(path.name);
@@ -140,7 +166,8 @@ TEST(CpuAttention, NumericsLogitsUpToTheDtypeRange) {
 
 // A logit beyond float's range (|q|, |k| ~ 1e20, q·k = +inf) makes its row NaN; the
 // other rows are untouched.
-TEST(CpuAttention, NumericsLogitBeyondFloatMakesItsRowNaN) {
+NUMERICS_TEST(NumericsLogitBeyondFloatMakesItsRowNaN) {
+  NUMERICS_START();
   run_poisoned(
       2, 50,
       [](Request& r) {
@@ -164,7 +191,8 @@ TEST(CpuAttention, NumericsLogitBeyondFloatMakesItsRowNaN) {
 }
 
 // A soft cap keeps huge and infinite logits finite: the result is the oracle's.
-TEST(CpuAttention, NumericsSoftCapWithHugeLogits) {
+NUMERICS_TEST(NumericsSoftCapWithHugeLogits) {
+  NUMERICS_START();
   Rng rng(3);
   for (const Path& path : kPaths) {
     SCOPED_TRACE(path.name);
@@ -186,7 +214,8 @@ TEST(CpuAttention, NumericsSoftCapWithHugeLogits) {
 }
 
 // ---------------------------------------------------------------- rows that see nothing
-TEST(CpuAttention, NumericsAllMaskedRowsGiveZerosAndMinusInf) {
+NUMERICS_TEST(NumericsAllMaskedRowsGiveZerosAndMinusInf) {
+  NUMERICS_START();
   Rng rng(4);
   for (const Path& path : kPaths) {
     SCOPED_TRACE(path.name);
@@ -206,13 +235,16 @@ TEST(CpuAttention, NumericsAllMaskedRowsGiveZerosAndMinusInf) {
     // A custom mask that hides every key.
     Tensor qo = int32_tensor(std::vector<std::int32_t>{0, r.qo_len}), kvp = int32_tensor(std::vector<std::int32_t>{0, r.kv_len});
     Tensor mask = Tensor::zeros({std::int64_t(r.qo_len) * r.kv_len}, DType::kBool);
-    Tensor out = Tensor::empty({r.qo_len, kHq, kD}, DType::kBF16), lse = Tensor::empty({r.qo_len, kHq}, DType::kF32);
-    BatchPrefillWithRaggedKVCache w;
+    Tensor out = Tensor::empty({r.qo_len, kHq, kD}, DType::kBF16, kDevice),
+           lse = Tensor::empty({r.qo_len, kHq}, DType::kF32, kDevice);
+    BatchPrefillWithRaggedKVCache w(kDevice);
     w.plan({.qo_indptr = qo, .kv_indptr = kvp, .num_qo_heads = kHq, .num_kv_heads = kHk, .head_dim_qk = kD,
             .options = {.mask_mode = MaskMode::kCustom}, .custom_mask = mask, .split = path.split});
     std::fill_n(r.k.data_as<std::uint16_t>(), r.k.numel(), kBf16NaN);
     std::fill_n(r.v.data_as<std::uint16_t>(), r.v.numel(), kBf16NaN);
-    w.run(r.q, r.k, r.v, out, {.lse = lse});
+    w.run(on_device(r.q), on_device(r.k), on_device(r.v), out, {.lse = lse});
+    out = on_host(out);
+    lse = on_host(lse);
     for (std::int64_t i = 0; i < out.numel(); ++i) ASSERT_EQ(out.data_as<const std::uint16_t>()[i], 0) << i;
     for (std::int64_t i = 0; i < lse.numel(); ++i) ASSERT_EQ(lse.data_as<const float>()[i], -kInf) << i;
   }
@@ -220,7 +252,8 @@ TEST(CpuAttention, NumericsAllMaskedRowsGiveZerosAndMinusInf) {
 
 // ---------------------------------------------------------------- the NaN rule
 // Rule 1: a NaN or inf in the K or V row of a key masked for a row never reaches it.
-TEST(CpuAttention, NumericsNonFiniteMaskedKeysNeverReachARow) {
+NUMERICS_TEST(NumericsNonFiniteMaskedKeysNeverReachARow) {
+  NUMERICS_START();
   Rng rng(5);
   for (const Path& path : kPaths) {
     for (const std::uint16_t poison : {kBf16NaN, kBf16Inf, std::uint16_t(kBf16Inf | 0x8000)}) {
@@ -258,18 +291,20 @@ TEST(CpuAttention, NumericsNonFiniteMaskedKeysNeverReachARow) {
 
 // Rule 1 across requests and heads: NaN in every K/V row of one request changes no
 // other request, bit for bit.
-TEST(CpuAttention, NumericsNaNStaysInItsRequest) {
+NUMERICS_TEST(NumericsNaNStaysInItsRequest) {
+  NUMERICS_START();
   Rng rng(6);
   const std::vector<std::int32_t> qo{0, 3, 43, 44}, kv{0, 30, 130, 170};
   Tensor qo_t = int32_tensor(qo), kv_t = int32_tensor(kv);
   Tensor q = random_bf16({44, kHq, kD}, rng), k = random_bf16({170, kHk, kD}, rng), v = random_bf16({170, kHk, kD}, rng);
   for (const SplitOptions split : {SplitOptions{}, SplitOptions{.fixed_split_size = 32}}) {
     const auto go = [&] {
-      Tensor out = Tensor::empty({44, kHq, kD}, DType::kBF16);
-      BatchPrefillWithRaggedKVCache w;
+      Tensor out = Tensor::empty({44, kHq, kD}, DType::kBF16, kDevice);
+      BatchPrefillWithRaggedKVCache w(kDevice);
       w.plan({.qo_indptr = qo_t, .kv_indptr = kv_t, .num_qo_heads = kHq, .num_kv_heads = kHk, .head_dim_qk = kD,
               .options = {.mask_mode = MaskMode::kCausal}, .split = split});
-      w.run(q, k, v, out);
+      w.run(on_device(q), on_device(k), on_device(v), out);
+      out = on_host(out);
       const auto* p = out.data_as<const std::uint16_t>();
       return std::vector<std::uint16_t>(p, p + out.numel());
     };
@@ -289,7 +324,8 @@ TEST(CpuAttention, NumericsNaNStaysInItsRequest) {
 }
 
 // Rule 3: a NaN in q makes its row NaN and no other.
-TEST(CpuAttention, NumericsNaNInQueryMakesItsRowNaN) {
+NUMERICS_TEST(NumericsNaNInQueryMakesItsRowNaN) {
+  NUMERICS_START();
   run_poisoned(
       7, 60, [](Request& r) { r.q_at(2, 3)[5] = kBf16NaN; },
       [](const Path& path, const Result& clean, const Result& got) {
@@ -303,7 +339,8 @@ TEST(CpuAttention, NumericsNaNInQueryMakesItsRowNaN) {
 
 // MLA: a NaN in the latent row of a key masked for a row never reaches it; the row
 // that sees it is NaN.
-TEST(CpuAttention, NumericsMLAMaskedLatentRows) {
+NUMERICS_TEST(NumericsMLAMaskedLatentRows) {
+  NUMERICS_START();
   Rng rng(8);
   constexpr std::int64_t kHeads = 16, kDc = kMlaHeadDimCkv, kDp = kMlaHeadDimKpe, kPage = 16;
   const std::int32_t len = 40;
@@ -313,11 +350,13 @@ TEST(CpuAttention, NumericsMLAMaskedLatentRows) {
     Tensor kv_indices = int32_tensor(std::vector<std::int32_t>{2, 0, 1}), kv_len = int32_tensor(std::vector<std::int32_t>{len});
     Tensor qn = random_bf16({len, kHeads, kDc}, rng), qp = random_bf16({len, kHeads, kDp}, rng);
     const auto go = [&] {
-      Tensor out = Tensor::empty({len, kHeads, kDc}, DType::kBF16);
-      BatchMLAPagedAttention w;
-      w.plan({.qo_indptr = qo, .kv_indptr = kv_indptr, .kv_indices = kv_indices, .kv_len = kv_len,
+      Tensor out = Tensor::empty({len, kHeads, kDc}, DType::kBF16, kDevice);
+      const Tensor indices = on_device(kv_indices), cache_dev = on_device(cache);
+      BatchMLAPagedAttention w(kDevice);
+      w.plan({.qo_indptr = qo, .kv_indptr = kv_indptr, .kv_indices = indices, .kv_len = kv_len,
               .num_heads = kHeads, .page_size = kPage, .causal = true, .sm_scale = 0.07f, .split = split});
-      w.run(qn, qp, MLACache::combined(cache), out);
+      w.run(on_device(qn), on_device(qp), MLACache::combined(cache_dev), out);
+      out = on_host(out);
       const auto* p = out.data_as<const std::uint16_t>();
       return std::vector<std::uint16_t>(p, p + out.numel());
     };
@@ -332,7 +371,8 @@ TEST(CpuAttention, NumericsMLAMaskedLatentRows) {
 }
 
 // Rule 4: merges weigh empty states at nothing and propagate a NaN LSE otherwise.
-TEST(CpuAttention, NumericsMergesOfNonFiniteStates) {
+NUMERICS_TEST(NumericsMergesOfNonFiniteStates) {
+  NUMERICS_START();
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const auto state = [](float o, float lse) {
     Tensor v = Tensor::empty({1, 1, 16}, DType::kF32), s = Tensor::empty({1, 1}, DType::kF32);
@@ -344,7 +384,10 @@ TEST(CpuAttention, NumericsMergesOfNonFiniteStates) {
     auto [va, sa] = state(oa, la);
     auto [vb, sb] = state(ob, lb);
     auto [vo, so] = state(0, 0);
-    merge_state(va, sa, vb, sb, vo, so);
+    Tensor vo_d = on_device(vo), so_d = on_device(so);
+    merge_state(on_device(va), on_device(sa), on_device(vb), on_device(sb), vo_d, so_d);
+    vo = on_host(vo_d);
+    so = on_host(so_d);
     return std::pair{vo.data_as<float>()[0], so.data_as<float>()[0]};
   };
   auto [o1, l1] = merged(2.0f, nan, 5.0f, 1.0f);
@@ -361,13 +404,19 @@ TEST(CpuAttention, NumericsMergesOfNonFiniteStates) {
       std::fill_n(v.data_as<float>() + k * 16, 16, float(k + 1));
       s.data_as<float>()[k] = k == pos ? nan : float(k);
     }
-    Tensor vo = Tensor::empty({1, 1, 16}, DType::kF32), so = Tensor::empty({1, 1}, DType::kF32);
-    merge_states(v, s, vo, so);
+    Tensor vo = Tensor::empty({1, 1, 16}, DType::kF32, kDevice), so = Tensor::empty({1, 1}, DType::kF32, kDevice);
+    merge_states(on_device(v), on_device(s), vo, so);
+    vo = on_host(vo);
+    so = on_host(so);
     EXPECT_TRUE(std::isnan(vo.data_as<float>()[0])) << pos;
     EXPECT_TRUE(std::isnan(so.data_as<float>()[0])) << pos;
     // One NaN state and two empty ones: the NaN state unchanged.
     for (int k = 0; k < 3; ++k) s.data_as<float>()[k] = k == pos ? nan : -kInf;
-    merge_states(v, s, vo, so);
+    vo = Tensor::empty({1, 1, 16}, DType::kF32, kDevice);
+    so = Tensor::empty({1, 1}, DType::kF32, kDevice);
+    merge_states(on_device(v), on_device(s), vo, so);
+    vo = on_host(vo);
+    so = on_host(so);
     EXPECT_EQ(vo.data_as<float>()[0], float(pos + 1)) << pos;
     EXPECT_TRUE(std::isnan(so.data_as<float>()[0])) << pos;
   }
@@ -376,6 +425,7 @@ TEST(CpuAttention, NumericsMergesOfNonFiniteStates) {
 }  // namespace
 }  // namespace kvinfer::testing
 
+#if !defined(KVINFER_NUMERICS_ON_CUDA)
 namespace kvinfer::cpu {
 namespace {
 
@@ -441,3 +491,4 @@ TEST(CpuKernels, ZeroWeightKeysAddNothing) {
 
 }  // namespace
 }  // namespace kvinfer::cpu
+#endif  // !KVINFER_NUMERICS_ON_CUDA
