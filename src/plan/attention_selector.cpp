@@ -100,7 +100,8 @@ KernelKey tile_choice(int index, const AttentionProblem& pr, const AttentionKern
       !general && pr.pos_encoding == PosEncoding::kNone ? find(caps, KernelFamily::kWgmmaPrefill, pr) : -1;
   const bool supported = wgmma >= 0;
   const bool hopper = caps.hopper;
-  const bool ws_kv = pr.storage == KVStorage::kRagged || (kWsPrefillPaged && ws_prefill_pages(pr.page_size));
+  const bool ws_kv =
+      pr.storage == KVStorage::kRagged || (kWsPrefillPaged && ws_prefill_pages(pr.page_size));
   const int ws = supported && ws_kv ? find(caps, KernelFamily::kWsPrefill, pr) : -1;
   const KernelKey hopper_key = ws >= 0 ? KernelKey{KernelFamily::kWsPrefill, ws, 128}
                                        : KernelKey{KernelFamily::kWgmmaPrefill, wgmma, 128};

@@ -129,7 +129,8 @@ TEST(AttentionSelector, PrefillTilesByLengthAndDevice) {
   const AttentionProblem d64 = problem(DType::kBF16, DType::kBF16, 1, 64, 4096);
   expect_key(select_attention_kernel(d64, kH200).run, KernelFamily::kWsPrefill, 128, kH200, d64);
   AttentionKernelCaps no_ws = kH200;
-  std::erase_if(no_ws.instances, [](const auto& i) { return i.family == KernelFamily::kWsPrefill && i.head_dim_qk == 64; });
+  std::erase_if(no_ws.instances,
+                [](const auto& i) { return i.family == KernelFamily::kWsPrefill && i.head_dim_qk == 64; });
   expect_key(select_attention_kernel(d64, no_ws).run, KernelFamily::kWgmmaPrefill, 128, no_ws, d64);
   const AttentionKernelCaps ampere = default_preset(false);
   expect_key(select_attention_kernel(pr, ampere).run, KernelFamily::kTensorCoreTile, 128, ampere, pr);

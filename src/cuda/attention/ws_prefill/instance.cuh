@@ -56,7 +56,8 @@ bool encode_kv_maps(WsPrefillParams& wp, const KVSource& kv) {
 template <class TQ, class TKV, int DQK, int DVO>
 void launch(const AttentionKernelParams& p, const detail::KernelKey& key, std::int64_t grid, cudaStream_t stream) {
   static_assert(std::is_same_v<TQ, TKV> && DQK == DVO, "16-bit KV of the query's type, one head dim");
-  if (key.launch_rows != WsPrefillShape<DQK>::kTileRows || (p.kv.paged() && !detail::ws_prefill_pages(p.kv.pages.page_size.divisor))) {
+  const bool boxed = !p.kv.paged() || detail::ws_prefill_pages(p.kv.pages.page_size.divisor);
+  if (key.launch_rows != WsPrefillShape<DQK>::kTileRows || !boxed) {
     throw Error("attention", "kernel", "warp-specialised prefill",
                 "runs 128-row tiles of ragged KV or of pages of 8-256 slots, a power of two (a selector bug)");
   }
