@@ -184,19 +184,9 @@ struct WsConsumer {
   const HopperSoftmax<T, S>& softmax;
   const HopperTileState<S>& st;
   int lane;
-  int warpgroup;
   bool leader;  // thread 0 of the warpgroup: releases stages for it
   __device__ __forceinline__ void release(std::uint64_t* empty) const {
     if (leader) mbarrier::arrive(empty);
-  }
-  // Ping-pong: the warpgroups take turns to issue their wgmma, so that one's softmax
-  // runs under the other's matrix products instead of both competing for the tensor
-  // cores and then both leaving them idle. Turn barrier of warpgroup w: S::kTurnBarrier + w.
-  __device__ __forceinline__ void take_turn() const {
-    if constexpr (S::kPingPong) named_barrier::sync<S::kConsumerThreads>(S::kTurnBarrier + warpgroup);
-  }
-  __device__ __forceinline__ void pass_turn() const {
-    if constexpr (S::kPingPong) named_barrier::arrive<S::kConsumerThreads>(S::kTurnBarrier + (warpgroup ^ 1));
   }
 };
 
@@ -204,10 +194,8 @@ struct WsConsumer {
 template <class T, int D>
 __device__ __forceinline__ void ws_first_key_tile(const WsConsumer<T, D>& m) {
   mbarrier::wait(m.ring.full_k(0), 0);
-  m.take_turn();
   wgmma::fence();
   m.mma.issue_qk(0, m.st.s[0]);
-  m.pass_turn();
   wgmma::wait<0>();
   fence_operands(m.st.s[0]);
   m.release(m.ring.empty_k(0));
@@ -224,11 +212,9 @@ __device__ __forceinline__ void ws_key_tile(const WsConsumer<T, D>& m, int t) {
   if constexpr (kNext) mbarrier::wait(m.ring.full_k(t + 1), m.ring.pass(t + 1));
   mbarrier::wait(m.ring.full_v(t), m.ring.pass(t));
   fence_operands(st.o[0]);
-  m.take_turn();
   wgmma::fence();
   if constexpr (kNext) m.mma.issue_qk(t + 1, st.s[0]);
   m.mma.issue_pv(t, st.o[0], st.pa);
-  m.pass_turn();
   if constexpr (kNext) {
     wgmma::wait<1>();  // S_{t+1}; O += P_t V_t may still run
     fence_operands(st.s[0]);
@@ -303,14 +289,10 @@ __global__ void __launch_bounds__(WsPrefillShape<D>::kThreads, 1)
   float rescale[1][2];
   const HopperTileState<S> st{o, s, pa, row_max, row_sum, rescale};
 
-  const WsConsumer<T, D> consumer{p, keys, ring, mma, softmax, st, lane, warpgroup, threadIdx.x % 128 == 0};
-  // Warpgroup 0 issues first; it takes the turn warpgroup 1 passes after its last
-  // tile, so that both barriers end with no arrival pending.
-  if (warpgroup == 1 && num_tiles > 0) consumer.pass_turn();
+  const WsConsumer<T, D> consumer{p, keys, ring, mma, softmax, st, lane, threadIdx.x % 128 == 0};
   if (num_tiles > 0) ws_first_key_tile(consumer);
   for (int t = 0; t + 1 < num_tiles; ++t) ws_key_tile<true>(consumer, t);
   if (num_tiles > 0) ws_key_tile<false>(consumer, num_tiles - 1);
-  if (warpgroup == 0 && num_tiles > 0) consumer.take_turn();
   if (r.num_chunks > 1) {
     store_output<TO, D, 16>(p, item, r, o, row_max, row_sum, softmax.sc, rows, warp, lane);
   } else {

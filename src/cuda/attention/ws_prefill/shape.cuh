@@ -30,14 +30,12 @@ struct WsPrefillShape {
   // of V fill 160 KB at head_dim 128 and 192 KB at 256 beside Q; at 64 three fit
   // (112 KB) and cover a tile's shorter compute.
   static constexpr int kStages = D == 64 ? 3 : 2;
-  // Ping-pong (the consumers take turns to issue wgmma) is off: with the softmax of each
-  // tile already under the warpgroup's own P V, turns measured 0.96-1.01x the time at
-  // head_dim 128, 1.03-1.09x at 64 and 0.99-1.01x at 256 on the H200 (docs/kernels.md).
-  // Named barriers: 1 and 2 are the staged epilogue's (one per warpgroup), kQBarrier is
-  // Q's, the turn barriers kTurnBarrier + 0/1.
-  static constexpr bool kPingPong = false;
+  // The consumers issue their wgmma without taking turns (ping-pong): with the softmax of
+  // each tile already under the warpgroup's own P V, turns measured 0.96-1.01x the time
+  // at head_dim 128 and 1.03-1.09x at 64 (docs/log/ws-prefill-2026-12-03.md).
+  // Named barriers: 1 and 2 are the staged epilogue's (one per warpgroup), kQBarrier the
+  // consumers' (Q landed; Q's bytes free for the staged epilogue).
   static constexpr int kQBarrier = 3;
-  static constexpr int kTurnBarrier = 4;
   // setmaxnreg budgets: 2 x 128 x 232 + 128 x 40 = 64 512 of the 65 536 registers. The
   // producer's paged copies (a page lookup and a box per lane) spill at 24; the
   // consumers' code takes at most 216 (head_dim 256).
