@@ -152,11 +152,6 @@ KernelKey decode_choice(int index, const AttentionProblem& pr, const AttentionKe
 }
 
 KernelKey plan_kernel(const AttentionProblem& pr, const AttentionKernelCaps& caps) {
-  if (pr.o_dtype != pr.q_dtype) {
-    throw Error(
-        "attention", "out.dtype", dtype_name(pr.o_dtype),
-        fmt::format("the CUDA kernels write the output in the query's dtype ({})", dtype_name(pr.q_dtype)));
-  }
   const int tile = find(caps, KernelFamily::kTensorCoreTile, pr);
   if (is_decode_problem(pr) && pr.backend != PrefillBackend::kHopper) {
     if (tensor_core_decode(pr) && tile >= 0) return tile_choice(tile, pr, caps);

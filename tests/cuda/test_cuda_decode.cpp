@@ -38,6 +38,7 @@ std::vector<AttentionCase> decode_cases() {
       c.kv_dtype = kv_types[n % 4];
       c.q_dtype = c.o_dtype = (c.kv_dtype == DType::kF16 || n % 3 == 1) ? DType::kF16 : DType::kBF16;
       if (c.kv_dtype == DType::kF16 || c.kv_dtype == DType::kBF16) c.q_dtype = c.o_dtype = c.kv_dtype;
+      if (n % 4 == 2) c.o_dtype = other_half_dtype(c.q_dtype);
       vary_options(c, n);
       if (n % 4 == 1) c.split.fixed_split_size = 256;
       c.seed = 500 + n;

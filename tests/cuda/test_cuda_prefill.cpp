@@ -45,6 +45,7 @@ std::vector<AttentionCase> prefill_cases() {
       c.strided = n % 5 == 0;
       c.kv_dtype = kv_types[n % 4];
       c.q_dtype = c.o_dtype = (c.kv_dtype == DType::kF16 || (is_fp8(c.kv_dtype) && n % 3 == 1)) ? DType::kF16 : DType::kBF16;
+      if (n % 4 == 2) c.o_dtype = other_half_dtype(c.q_dtype);
       vary_options(c, n);
       c.options.mask_mode = std::array{MaskMode::kCausal, MaskMode::kNone, MaskMode::kCustom}[n % 3];
       c.packed_mask = n % 2 == 0;

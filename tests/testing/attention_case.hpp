@@ -81,6 +81,10 @@ struct CaseReport {
   std::string summary() const;
 };
 
+// The other 16-bit float type: an output dtype that differs from the query's
+// (FlashInfer's o_data_type), which every backend accepts.
+inline DType other_half_dtype(DType t) { return t == DType::kBF16 ? DType::kF16 : DType::kBF16; }
+
 // atol of the tolerance model: the precision of the stored inputs.
 double attention_atol(DType q_dtype, DType kv_dtype, DType o_dtype);
 

@@ -65,6 +65,7 @@ AttentionCase make_case(const Choice& ch, std::uint64_t seed) {
   static constexpr DType kKv[] = {DType::kF16, DType::kBF16, DType::kE4M3, DType::kE5M2};
   c.kv_dtype = kKv[val(kKvDtype)];
   c.q_dtype = c.o_dtype = c.kv_dtype == DType::kBF16 || (is_fp8(c.kv_dtype) && seed % 2) ? DType::kBF16 : DType::kF16;
+  if (seed % 3 == 1) c.o_dtype = other_half_dtype(c.q_dtype);  // the output's dtype is the caller's choice
   if (is_fp8(c.kv_dtype)) {
     c.k_scale = 0.5f;
     c.v_scale = 2.0f;

@@ -54,14 +54,9 @@ __device__ __forceinline__ void mla_epilogue(const MlaKernelParams& p, const det
       continue;
     }
     const std::int64_t n_out = r.qo_begin + token;
-    auto* po = reinterpret_cast<std::uint32_t*>(
-        static_cast<char*>(p.out.o) +
-        (n_out * p.out.o_stride_n + head * p.out.o_stride_h + c0 * 8 + 2 * t) * 2);
+    auto* po = reinterpret_cast<std::uint32_t*>(output_row(p.out, n_out, head) + c0 * 8 + 2 * t);
 #pragma unroll
-    for (int n = 0; n < S::kOFrags; ++n) {
-      const float x = acc[n][2 * h] * inv, y = acc[n][2 * h + 1] * inv;
-      po[4 * n] = p.o_bf16 ? mma::pack2<__nv_bfloat16>(x, y) : mma::pack2<__half>(x, y);
-    }
+    for (int n = 0; n < S::kOFrags; ++n) po[4 * n] = pack_output2(p.out, acc[n][2 * h] * inv, acc[n][2 * h + 1] * inv);
     if (p.out.lse != nullptr && c0 == 0 && t == 0) {
       p.out.lse[n_out * p.out.lse_stride_n + head * p.out.lse_stride_h] = lse * p.lse_scale;
     }

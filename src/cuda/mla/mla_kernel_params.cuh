@@ -20,8 +20,7 @@ namespace kvinfer::cuda {
 struct MlaKernelParams {
   QueryTensor q_nope;  // [nnz_q, H, 512]
   QueryTensor q_pe;    // [nnz_q, H, 64], or absent without a rotary part
-  OutputTensors out;   // [nnz_q, H, 512] and [nnz_q, H] or null
-  bool o_bf16;         // out is bfloat16 (else float16)
+  OutputTensors out;   // [nnz_q, H, 512] and [nnz_q, H] or null; fp16 or bf16 (out.o_bf16)
 
   KVTensor ckv;                   // [max_pages, page_size, 512]
   KVTensor kpe;                   // [max_pages, page_size, 64], or absent

@@ -111,7 +111,6 @@ void CudaBackend::run_mla(const detail::MLAParams& p) const {
   k.q_nope = query_tensor(p.q_nope);
   k.q_pe = query_tensor(pr.head_dim_kpe > 0 ? p.q_pe : TensorView());
   k.out = output_tensors(p.o, p.lse);
-  k.o_bf16 = pr.o_dtype == DType::kBF16;
   k.ckv = latent_cache_tensor(p.ckv);
   k.kpe = latent_cache_tensor(pr.head_dim_kpe > 0 ? p.kpe : TensorView());
   k.pages = page_lookup(p.kv_indices, pr.page_size,

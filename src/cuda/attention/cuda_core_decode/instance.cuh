@@ -15,10 +15,10 @@ namespace kvinfer::cuda::cuda_core_decode {
 template <class TQ, class TKV, int D, class F>
 void with_kernel(int rows, F&& f) {
   switch (rows) {
-    case 1: return f(decode_kernel<TQ, TKV, TQ, D, 1>);
-    case 2: return f(decode_kernel<TQ, TKV, TQ, D, 2>);
-    case 4: return f(decode_kernel<TQ, TKV, TQ, D, 4>);
-    default: return f(decode_kernel<TQ, TKV, TQ, D, 8>);
+    case 1: return f(decode_kernel<TQ, TKV, D, 1>);
+    case 2: return f(decode_kernel<TQ, TKV, D, 2>);
+    case 4: return f(decode_kernel<TQ, TKV, D, 4>);
+    default: return f(decode_kernel<TQ, TKV, D, 8>);
   }
 }
 

@@ -201,7 +201,7 @@ __device__ __forceinline__ void merge_streams(float (&m)[kRows], float (&d)[kRow
 // Merges the warps through shared memory (the ring's bytes, once every warp is done
 // with them) and writes the item's rows: O and LSE, or the partial state of its chunk
 // where the request is split. Every thread of the CTA finalises (row, 8 dims) slices.
-template <class TO, int D, int kRows>
+template <int D, int kRows>
 __device__ __forceinline__ void finish_decode_item(const AttentionKernelParams& p, const detail::WorkItem& item,
                                                    const detail::RequestInfo& r, const float (&m)[kRows],
                                                    const float (&d)[kRows], const float (&acc)[kRows][8],
@@ -256,17 +256,14 @@ __device__ __forceinline__ void finish_decode_item(const AttentionKernelParams& 
       if (l == 0) p.schedule.partial_lse[prow * p.heads.num_qo_heads + h] = lse;
     } else {
       const std::int64_t orow = r.qo_begin + tok;
-      TO packed[kVec];
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) packed[e] = from_float<TO>(out[e] * norm);
-      *reinterpret_cast<uint4*>(static_cast<TO*>(p.out.o) + orow * p.out.o_stride_n + h * p.out.o_stride_h +
-                                l * kVec) = *reinterpret_cast<const uint4*>(packed);
+      static_assert(kVec == 8, "one 16-byte chunk of the 16-bit output");
+      *reinterpret_cast<uint4*>(output_row(p.out, orow, h) + l * kVec) = pack_output8(p.out, out, norm);
       if (l == 0 && p.out.lse) p.out.lse[orow * p.out.lse_stride_n + h * p.out.lse_stride_h] = lse;
     }
   }
 }
 
-template <class TQ, class TKV, class TO, int D, int kRows>
+template <class TQ, class TKV, int D, int kRows>
 __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decode_kernel(const __grid_constant__ AttentionKernelParams p) {
   using S = DecodeShape<D, kRows>;
   constexpr int kVec = S::kVec, kLanes = S::kLanes, kStreams = S::kStreams, kUnroll = S::kUnroll;
@@ -368,7 +365,7 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decod
   }
   merge_streams<kRows, kLanes>(m, d, acc);
   __shared__ float sm_md[kDecodeWarps][kRows][2];  // the warps' row maxima and sums
-  finish_decode_item<TO, D, kRows>(p, item, r, m, d, acc, smem, sm_md, rows, warp, lane);
+  finish_decode_item<D, kRows>(p, item, r, m, d, acc, smem, sm_md, rows, warp, lane);
 }
 
 }  // namespace kvinfer::cuda

@@ -20,18 +20,18 @@ void launch(const AttentionKernelParams& p, const detail::KernelKey& key, std::i
   if (p.logits.rope || key.launch_rows != 16) {
     throw Error("attention", "kernel", "fp8 decode tile", "runs 16-row items without RoPE (a selector bug)");
   }
-  if (p.item_warps > 1) return launch_tile_kernel(DecodeFp8Kernel<TQ, TKV, TQ, DQK, true>{}, p, grid, stream);
-  launch_tile_kernel(DecodeFp8Kernel<TQ, TKV, TQ, DQK>{}, p, grid, stream);
+  if (p.item_warps > 1) return launch_tile_kernel(DecodeFp8Kernel<TQ, TKV, DQK, true>{}, p, grid, stream);
+  launch_tile_kernel(DecodeFp8Kernel<TQ, TKV, DQK>{}, p, grid, stream);
 }
 
 template <class TQ, class TKV, int DQK, int DVO>
 int occupancy(const detail::KernelKey&) {
-  return tile_kernel_occupancy(DecodeFp8Kernel<TQ, TKV, TQ, DQK>{});
+  return tile_kernel_occupancy(DecodeFp8Kernel<TQ, TKV, DQK>{});
 }
 
 template <class TQ, class TKV, int DQK, int DVO>
 int max_item_warps(const detail::KernelKey&) {
-  return tile_kernel_item_warps(DecodeFp8Kernel<TQ, TKV, TQ, DQK, true>{});
+  return tile_kernel_item_warps(DecodeFp8Kernel<TQ, TKV, DQK, true>{});
 }
 
 }  // namespace kvinfer::cuda::fp8_decode_tile

@@ -410,7 +410,7 @@ __device__ __forceinline__ void fp8_pv(float (&o)[1][D / 8][4], const float (&s)
 // leave their states in their KV stages (once no copy lands there) and the CTA merges
 // them (item_warps.cuh); a one-warp CTA writes O and the LSE, or the item's partial
 // state where its request has several chunks.
-template <class TO, int D, bool kItemWarps>
+template <int D, bool kItemWarps>
 __device__ __forceinline__ void finish_fp8_item(const AttentionKernelParams& p, const detail::WorkItem& item,
                                                 const detail::RequestInfo& r, const float (&o)[1][D / 8][4],
                                                 const float (&row_max)[1][2], const float (&row_sum)[1][2],
@@ -430,7 +430,7 @@ __device__ __forceinline__ void finish_fp8_item(const AttentionKernelParams& p, 
       store_row_f32<C>(warp_state_o<D>(scratch, g + 8 * h) + 2 * t4 * C, o, h, norm);
       if (t4 == 0) warp_state_lse<D>(scratch)[g + 8 * h] = sum > 0.0f ? row_max[0][h] * sc + __log2f(sum) : -INFINITY;
     }
-    merge_item_warps<TO, D>(
+    merge_item_warps<D>(
         p, item, r, rows, [&](int w) { return smem_cta + w * S::kTileBytes + S::kv; },
         [&](int i) { return packed_row(p, item, group, i); });
     return;
@@ -451,17 +451,17 @@ __device__ __forceinline__ void finish_fp8_item(const AttentionKernelParams& p, 
       if (t4 == 0) p.schedule.partial_lse[prow * p.heads.num_qo_heads + head] = lse;
     } else {
       const std::int64_t orow = r.qo_begin + tk;
-      TO* out = static_cast<TO*>(p.out.o) + orow * p.out.o_stride_n + head * p.out.o_stride_h + 2 * t4 * C;
+      std::uint16_t* out = output_row(p.out, orow, head) + 2 * t4 * C;
 #pragma unroll
       for (int half = 0; half < 2; ++half)
 #pragma unroll
         for (int c = 0; c < C; c += 8) {
           const int e = 2 * h + half;
           uint4 x;
-          x.x = mma::pack2<TO>(o[0][c][e] * norm, o[0][c + 1][e] * norm);
-          x.y = mma::pack2<TO>(o[0][c + 2][e] * norm, o[0][c + 3][e] * norm);
-          x.z = mma::pack2<TO>(o[0][c + 4][e] * norm, o[0][c + 5][e] * norm);
-          x.w = mma::pack2<TO>(o[0][c + 6][e] * norm, o[0][c + 7][e] * norm);
+          x.x = pack_output2(p.out, o[0][c][e] * norm, o[0][c + 1][e] * norm);
+          x.y = pack_output2(p.out, o[0][c + 2][e] * norm, o[0][c + 3][e] * norm);
+          x.z = pack_output2(p.out, o[0][c + 4][e] * norm, o[0][c + 5][e] * norm);
+          x.w = pack_output2(p.out, o[0][c + 6][e] * norm, o[0][c + 7][e] * norm);
           ptx::st_v4(out + half * C + c, x);
         }
       if (t4 == 0 && p.out.lse) p.out.lse[orow * p.out.lse_stride_n + head * p.out.lse_stride_h] = lse;
@@ -472,7 +472,7 @@ __device__ __forceinline__ void finish_fp8_item(const AttentionKernelParams& p, 
 // kItemWarps: the instance whose CTA runs one item on blockDim.x / 32 warps, each this
 // tile over its share of the keys in its own shared memory (item_warps.cuh). The item
 // starts as in the tensor-core family's one-warp tile (decode_item_start.cuh).
-template <class TQ, class TKV, class TO, int D, bool kItemWarps>
+template <class TQ, class TKV, int D, bool kItemWarps>
 __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWarps ? 1 : 8)
     decode_fp8_kernel(const __grid_constant__ AttentionKernelParams p) {
   using S = DecodeFp8Shape<D>;
@@ -544,15 +544,15 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
     tile_sync<kItemWarps>();  // the stage is refilled by the next iteration
   }
   timeline.tile(num_tiles, num_tiles);
-  finish_fp8_item<TO, D, kItemWarps>(p, item, start.r, o, row_max, row_sum, sc, rows, group, smem_cta, smem,
+  finish_fp8_item<D, kItemWarps>(p, item, start.r, o, row_max, row_sum, sc, rows, group, smem_cta, smem,
                                      g, t4);
 }
 
-template <class TQ, class TKV, class TO, int D, bool kItemWarps_ = false>
+template <class TQ, class TKV, int D, bool kItemWarps_ = false>
 struct DecodeFp8Kernel {
   static constexpr int kThreads = 32;  // of one tile (of one item warp with kItemWarps)
   static constexpr int kSmem = DecodeFp8Shape<D>::bytes;
-  static constexpr auto kernel = decode_fp8_kernel<TQ, TKV, TO, D, kItemWarps_>;
+  static constexpr auto kernel = decode_fp8_kernel<TQ, TKV, D, kItemWarps_>;
   static constexpr bool kItemWarps = kItemWarps_;
   static constexpr int kTileSmem = DecodeFp8Shape<D>::kTileBytes;
   static int max_item_warps() { return kItemWarps ? item_warps_fitting(kTileSmem) : 1; }

@@ -16,17 +16,17 @@ namespace kvinfer::cuda::key_row_tile {
 template <class TQ, class TKV, int DQK, int DVO>
 void launch(const AttentionKernelParams& p, const detail::KernelKey&, std::int64_t grid, cudaStream_t stream) {
   static_assert(std::is_same_v<TQ, TKV> && DQK == DVO, "16-bit KV of the query's type, one head dim");
-  DecodeKqKernel<TQ, TQ, DQK>::launch(p, grid, stream);
+  DecodeKqKernel<TQ, DQK>::launch(p, grid, stream);
 }
 
 template <class TQ, class TKV, int DQK, int DVO>
 int occupancy(const detail::KernelKey&) {
-  return DecodeKqKernel<TQ, TQ, DQK>::occupancy();
+  return DecodeKqKernel<TQ, DQK>::occupancy();
 }
 
 template <class TQ, class TKV, int DQK, int DVO>
 int max_item_warps(const detail::KernelKey&) {
-  return DecodeKqKernel<TQ, TQ, DQK>::max_item_warps();
+  return DecodeKqKernel<TQ, DQK>::max_item_warps();
 }
 
 }  // namespace kvinfer::cuda::key_row_tile

@@ -211,7 +211,7 @@ __device__ __forceinline__ void stage_kq_state(float* so, float* slse, const flo
 
 // The staged rows (stage_kq_state) written out in rows of 8-element pieces: the
 // output, or the item's partial state where its request has several chunks.
-template <class TO, int D>
+template <int D>
 __device__ __forceinline__ void write_kq_rows(const AttentionKernelParams& p, const detail::WorkItem& item,
                                               const detail::RequestInfo& r, const float* so,
                                               const float* slse, int rows, int group, int lane) {
@@ -232,11 +232,7 @@ __device__ __forceinline__ void write_kq_rows(const AttentionKernelParams& p, co
     } else {
       const std::int64_t orow = r.qo_begin + row.token;
       const float x[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
-      TO packed[8];
-#pragma unroll
-      for (int k = 0; k < 8; ++k) packed[k] = from_float<TO>(x[k]);
-      *reinterpret_cast<uint4*>(static_cast<TO*>(p.out.o) + orow * p.out.o_stride_n +
-                                row.head * p.out.o_stride_h + e) = *reinterpret_cast<const uint4*>(packed);
+      *reinterpret_cast<uint4*>(output_row(p.out, orow, row.head) + e) = pack_output8(p.out, x, 1.0f);
       if (e == 0 && p.out.lse) p.out.lse[orow * p.out.lse_stride_n + row.head * p.out.lse_stride_h] = slse[i];
     }
   }
@@ -246,7 +242,7 @@ __device__ __forceinline__ void write_kq_rows(const AttentionKernelParams& p, co
 // and the LSE staged in the K stages, once no copy lands there any more. Item warps
 // leave their states there in the layout of item_warps.cuh and the CTA merges them;
 // a one-warp CTA writes its staged rows.
-template <class TO, int D, bool kItemWarps>
+template <int D, bool kItemWarps>
 __device__ __forceinline__ void finish_kq_item(const AttentionKernelParams& p, const detail::WorkItem& item,
                                                const detail::RequestInfo& r, const float (&o)[D / 16][4],
                                                const float (&row_max)[2], float (&row_sum)[2], int rows,
@@ -269,7 +265,7 @@ __device__ __forceinline__ void finish_kq_item(const AttentionKernelParams& p, c
     unsigned char* scratch = smem + L::k;
     stage_kq_state<D>(warp_state_o<D>(scratch, 0), warp_state_lse<D>(scratch), o, row_max, row_sum, norm, g,
                       t4);
-    merge_item_warps<TO, D>(
+    merge_item_warps<D>(
         p, item, r, rows, [&](int w) { return smem_cta + w * L::kTileBytes + L::k; },
         [&](int i) { return packed_row(p, item, group, i); });
   } else {
@@ -277,12 +273,12 @@ __device__ __forceinline__ void finish_kq_item(const AttentionKernelParams& p, c
     float* slse = so + L::kRows * L::kOutStride;
     stage_kq_state<L::kOutStride>(so, slse, o, row_max, row_sum, norm, g, t4);
     __syncwarp();
-    write_kq_rows<TO, D>(p, item, r, so, slse, rows, group, lane);
+    write_kq_rows<D>(p, item, r, so, slse, rows, group, lane);
   }
 }
 
 // One warp per CTA, or with kItemWarps one of the CTA's item warps (item_warps.cuh).
-template <class T, class TO, int D, bool kItemWarps>
+template <class T, int D, bool kItemWarps>
 __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32)
     decode_kq_kernel(const __grid_constant__ AttentionKernelParams p) {
   using L = DecodeKqTile<D>;
@@ -344,17 +340,17 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32)
     stages.refill(t, ahead);
   }
   timeline.tile(num_tiles, num_tiles);
-  finish_kq_item<TO, D, kItemWarps>(p, item, start.r, o, row_max, row_sum, rows, group, smem_cta, smem, lane,
+  finish_kq_item<D, kItemWarps>(p, item, start.r, o, row_max, row_sum, rows, group, smem_cta, smem, lane,
                                     g, t4);
 }
 
 // Launch, occupancy and item warps of the tile (dynamic shared memory above 48 KiB
 // allowed once per instance: one tile's, or the most item warps').
-template <class T, class TO, int D>
+template <class T, int D>
 struct DecodeKqKernel {
   using L = DecodeKqTile<D>;
-  static constexpr auto kernel = decode_kq_kernel<T, TO, D, false>;
-  static constexpr auto item_warps_kernel = decode_kq_kernel<T, TO, D, true>;
+  static constexpr auto kernel = decode_kq_kernel<T, D, false>;
+  static constexpr auto item_warps_kernel = decode_kq_kernel<T, D, true>;
   // Item warps at head_dim 64: with them this tile is 5% faster than the 16-row tile
   // at 64 x 4k, without them 2% slower (H200). At 256 they measured slower (1 x 32k:
   // 71.4 -> 72.9 us), so its items keep one warp each.

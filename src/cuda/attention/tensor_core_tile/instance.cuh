@@ -29,19 +29,19 @@ inline constexpr bool kItemWarpTile = sizeof(TKV) == 2 && DVO <= 128;
 template <class TQ, class TKV, int DQK, int DVO, class F>
 void with_kernel(const detail::KernelKey& key, bool item_warps, F&& f) {
   if (key.variant == detail::KernelVariant::kGeneralLogits) {
-    f(PrefillKernel<TQ, TKV, TQ, DQK, DVO, 4, 1, true>{});
+    f(PrefillKernel<TQ, TKV, DQK, DVO, 4, 1, true>{});
   } else if (key.launch_rows == 16) {
     if constexpr (kItemWarpTile<TKV, DVO>) {
-      if (item_warps) return f(PrefillKernel<TQ, TKV, TQ, DQK, DVO, 1, 1, false, true>{});
+      if (item_warps) return f(PrefillKernel<TQ, TKV, DQK, DVO, 1, 1, false, true>{});
     }
-    f(PrefillKernel<TQ, TKV, TQ, DQK, DVO, 1, 1, false>{});
+    f(PrefillKernel<TQ, TKV, DQK, DVO, 1, 1, false>{});
   } else if (key.launch_rows == 128) {
     if constexpr (DVO <= 128) {
-      return f(PrefillKernel<TQ, TKV, TQ, DQK, DVO, 4, 2, false>{});
+      return f(PrefillKernel<TQ, TKV, DQK, DVO, 4, 2, false>{});
     }
-    f(PrefillKernel<TQ, TKV, TQ, DQK, DVO, 8, 1, false>{});
+    f(PrefillKernel<TQ, TKV, DQK, DVO, 8, 1, false>{});
   } else {
-    f(PrefillKernel<TQ, TKV, TQ, DQK, DVO, 4, 1, false>{});
+    f(PrefillKernel<TQ, TKV, DQK, DVO, 4, 1, false>{});
   }
 }
 

@@ -168,7 +168,7 @@ __device__ __forceinline__ void prepare_stage(unsigned char* smem, bool rope, in
 // The epilogue of an item: item warps merge their states in the CTA (item_warps.cuh);
 // a split chunk, or unequal head dims, write O and LSE directly (the partial state);
 // a whole item stages its O in its warps' rows of the Q tile (store_output_warp_staged).
-template <class TO, int DQK, int DVO, class TKV, int kWarps, int kMmaM, bool kItemWarps, int kVoFrags>
+template <int DQK, int DVO, class TKV, int kWarps, int kMmaM, bool kItemWarps, int kVoFrags>
 __device__ __forceinline__ void finish_item(const AttentionKernelParams& p, const detail::WorkItem& item,
                                             const detail::RequestInfo& r, const float (&o)[kMmaM][kVoFrags][4],
                                             const float (&row_max)[kMmaM][2], const float (&row_sum)[kMmaM][2],
@@ -181,11 +181,11 @@ __device__ __forceinline__ void finish_item(const AttentionKernelParams& p, cons
     ptx::cp_async_wait_all();  // no copy still lands in the stages the state reuses
     tile_sync<kItemWarps>();
     stash_warp_state<DVO>(p, o, row_max, row_sum, sc, lane, smem + L::k);
-    merge_item_warps<TO, DVO>(
+    merge_item_warps<DVO>(
         p, item, r, rows, [&](int w) { return smem_cta + w * L::kTileBytes + L::k; },
         [&](int i) { return packed_row(p, item, p.heads.group_size, i); });
   } else if (r.num_chunks > 1 || DQK != DVO) {
-    store_output<TO, DVO, S::kRowsPerWarp>(p, item, r, o, row_max, row_sum, sc, rows, warp, lane);
+    store_output<DVO, S::kRowsPerWarp>(p, item, r, o, row_max, row_sum, sc, rows, warp, lane);
   } else {
     // An item without keys never waited for its Q tile, whose rows (copied by any
     // thread) the epilogue reuses: the copies land and the barrier orders them first.
@@ -193,8 +193,8 @@ __device__ __forceinline__ void finish_item(const AttentionKernelParams& p, cons
       ptx::cp_async_wait_all();
       tile_sync<kItemWarps>();
     }
-    store_output_warp_staged<TO, DVO, S::kRowsPerWarp>(p, item, r, o, row_max, row_sum, sc, rows,
-                                                       smem + L::q + warp * S::kRowsPerWarp * DQK * 2, warp, lane);
+    store_output_warp_staged<DVO, S::kRowsPerWarp>(p, item, r, o, row_max, row_sum, sc, rows,
+                                                   smem + L::q + warp * S::kRowsPerWarp * DQK * 2, warp, lane);
   }
 }
 
@@ -202,7 +202,7 @@ __device__ __forceinline__ void finish_item(const AttentionKernelParams& p, cons
 // (the common case) those registers are free for the accumulators. kItemWarps: the
 // one-warp tile's instance whose CTA runs one item on blockDim.x / 32 warps
 // (item_warps.cuh); the plain instance is the code it was before item warps.
-template <class TQ, class TKV, class TO, int DQK, int DVO, int kWarps, int kMmaM, bool kGeneral, bool kItemWarps>
+template <class TQ, class TKV, int DQK, int DVO, int kWarps, int kMmaM, bool kGeneral, bool kItemWarps>
 __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
                                   kPrefillMinBlocks<DVO, kWarps, kMmaM, kItemWarps>)
     prefill_kernel(const __grid_constant__ AttentionKernelParams p) {
@@ -298,16 +298,16 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
     warp_pv<T, kMmaM, kKeys, DVO>(o, s, v_lane, v_off);
     tile_sync<kItemWarps>();  // every warp is done with this stage before it is refilled
   }
-  finish_item<TO, DQK, DVO, TKV, kWarps, kMmaM, kItemWarps>(p, item, r, o, row_max, row_sum, logits.sc, rows,
+  finish_item<DQK, DVO, TKV, kWarps, kMmaM, kItemWarps>(p, item, r, o, row_max, row_sum, logits.sc, rows,
                                                             num_tiles, smem_cta, smem, warp, lane);
 }
 
-template <class TQ, class TKV, class TO, int DQK, int DVO, int kWarps, int kMmaM, bool kGeneral,
+template <class TQ, class TKV, int DQK, int DVO, int kWarps, int kMmaM, bool kGeneral,
           bool kItemWarps_ = false>
 struct PrefillKernel {
   static constexpr int kThreads = kWarps * 32;  // of one tile (of one item warp with kItemWarps)
   static constexpr int kSmem = PrefillSmem<TKV, DQK, DVO, kWarps, kMmaM>::bytes;
-  static constexpr auto kernel = prefill_kernel<TQ, TKV, TO, DQK, DVO, kWarps, kMmaM, kGeneral, kItemWarps_>;
+  static constexpr auto kernel = prefill_kernel<TQ, TKV, DQK, DVO, kWarps, kMmaM, kGeneral, kItemWarps_>;
   // The item-warp instance: W warps per CTA, kTileSmem bytes each, up to kMaxItemWarps
   // or what the current device's shared memory per CTA allows.
   static constexpr bool kItemWarps = kItemWarps_;

@@ -28,7 +28,7 @@ __device__ __forceinline__ void store_row_lse(const AttentionKernelParams& p, co
 // Writes kRows staged rows of O (16-bit, D elements, swizzled 16-byte chunks) starting
 // at tile row first_row as whole 16-byte chunks, a row's head slice by consecutive
 // threads; t is the thread's index among the kThreads that write.
-template <class TO, int D, int kThreads, int kRows>
+template <int D, int kThreads, int kRows>
 __device__ __forceinline__ void write_staged_rows(const AttentionKernelParams& p, const detail::WorkItem& item,
                                                   const detail::RequestInfo& r, const unsigned char* stage,
                                                   int first_row, int rows, int t) {
@@ -42,13 +42,13 @@ __device__ __forceinline__ void write_staged_rows(const AttentionKernelParams& p
     const auto [tk, head] = packed_row(p, item, p.heads.group_size, i);
     const std::int64_t orow = r.qo_begin + tk;
     const uint4 v = *reinterpret_cast<const uint4*>(stage + swizzled_chunk<D>(row, chunk) * 16);
-    ptx::st_v4(static_cast<TO*>(p.out.o) + orow * p.out.o_stride_n + head * p.out.o_stride_h + chunk * 8, v);
+    ptx::st_v4(output_row(p.out, orow, head) + chunk * 8, v);
   }
 }
 
 // Epilogue: normalises and writes this thread's rows of O (or the partial state of
 // a split chunk) and LSE. Warp w owns tile rows [w * kRowsPerWarp, +kRowsPerWarp).
-template <class TO, int DVO, int kRowsPerWarp, int kMmaM, int kVoFrags>
+template <int DVO, int kRowsPerWarp, int kMmaM, int kVoFrags>
 __device__ __forceinline__ void store_output(const AttentionKernelParams& p, const detail::WorkItem& item,
                                              const detail::RequestInfo& r, const float (&o)[kMmaM][kVoFrags][4],
                                              const float (&row_max)[kMmaM][2], const float (&row_sum)[kMmaM][2],
@@ -74,11 +74,11 @@ __device__ __forceinline__ void store_output(const AttentionKernelParams& p, con
         if (lane % 4 == 0) p.schedule.partial_lse[prow * p.heads.num_qo_heads + head] = lse;
       } else {
         const std::int64_t orow = r.qo_begin + tk;
-        TO* out =
-            static_cast<TO*>(p.out.o) + orow * p.out.o_stride_n + head * p.out.o_stride_h + 2 * (lane % 4);
+        std::uint16_t* out = output_row(p.out, orow, head) + 2 * (lane % 4);
 #pragma unroll
         for (int c = 0; c < kVoFrags; ++c) {
-          *reinterpret_cast<std::uint32_t*>(out + 8 * c) = mma::pack2<TO>(o[m][c][2 * h] * norm, o[m][c][2 * h + 1] * norm);
+          *reinterpret_cast<std::uint32_t*>(out + 8 * c) =
+              pack_output2(p.out, o[m][c][2 * h] * norm, o[m][c][2 * h + 1] * norm);
         }
         if (lane % 4 == 0 && p.out.lse)
           p.out.lse[orow * p.out.lse_stride_n + head * p.out.lse_stride_h] = lse;
@@ -93,7 +93,7 @@ __device__ __forceinline__ void store_output(const AttentionKernelParams& p, con
 // and writes them back as whole 16-byte chunks, a row's head slice by consecutive
 // lanes (the accumulator layout writes 4 bytes per lane, 8 rows per store). LSE as
 // in store_output. `stage` is the warp's first row of the Q tile.
-template <class TO, int D, int kRowsPerWarp, int kMmaM, int kVoFrags>
+template <int D, int kRowsPerWarp, int kMmaM, int kVoFrags>
 __device__ __forceinline__ void store_output_warp_staged(const AttentionKernelParams& p, const detail::WorkItem& item,
                                                          const detail::RequestInfo& r,
                                                          const float (&o)[kMmaM][kVoFrags][4],
@@ -112,13 +112,13 @@ __device__ __forceinline__ void store_output_warp_staged(const AttentionKernelPa
 #pragma unroll
       for (int c = 0; c < kVoFrags; ++c) {
         *reinterpret_cast<std::uint32_t*>(stage + swizzled_chunk<D>(row, c) * 16 + 4 * (lane % 4)) =
-            mma::pack2<TO>(o[m][c][2 * h] * norm, o[m][c][2 * h + 1] * norm);
+            pack_output2(p.out, o[m][c][2 * h] * norm, o[m][c][2 * h + 1] * norm);
       }
       if (lane % 4 == 0 && p.out.lse && i < rows) store_row_lse(p, item, r, i, row_max[m][h], sc, sum);
     }
   }
   __syncwarp();
-  write_staged_rows<TO, D, 32, kRowsPerWarp>(p, item, r, stage, warp * kRowsPerWarp, rows, lane);
+  write_staged_rows<D, 32, kRowsPerWarp>(p, item, r, stage, warp * kRowsPerWarp, rows, lane);
 }
 
 }  // namespace kvinfer::cuda

@@ -98,11 +98,10 @@ __device__ __forceinline__ void stash_warp_state(const AttentionKernelParams& p,
 // the output and LSE, or into the item's partial state where its request has several
 // chunks. scratch(w): warp w's scratch; row_of(i): packed row i's (token in the
 // request, qo head).
-template <class TO, int DVO, class Scratch, class RowOf>
+template <int DVO, class Scratch, class RowOf>
 __device__ __forceinline__ void merge_item_warps(const AttentionKernelParams& p, const detail::WorkItem& item,
                                                  const detail::RequestInfo& r, int rows, Scratch scratch,
                                                  RowOf row_of) {
-  static_assert(sizeof(TO) == 2, "16-bit output (4 elements per 8-byte store)");
   static_assert(DVO % 4 == 0);
   constexpr int kMaxWarps = kMaxItemWarps;
   constexpr int kQuads = DVO / 4;
@@ -140,10 +139,9 @@ __device__ __forceinline__ void merge_item_warps(const AttentionKernelParams& p,
       if (e == 0) p.schedule.partial_lse[prow * p.heads.num_qo_heads + head] = merged_lse;
     } else {
       const std::int64_t orow = r.qo_begin + tk;
-      TO out[4] = {from_float<TO>(acc.x * inv), from_float<TO>(acc.y * inv), from_float<TO>(acc.z * inv),
-                   from_float<TO>(acc.w * inv)};
-      *reinterpret_cast<uint2*>(static_cast<TO*>(p.out.o) + orow * p.out.o_stride_n +
-                                head * p.out.o_stride_h + e) = *reinterpret_cast<const uint2*>(out);
+      // 16-bit output: 4 elements per 8-byte store.
+      *reinterpret_cast<uint2*>(output_row(p.out, orow, head) + e) =
+          make_uint2(pack_output2(p.out, acc.x * inv, acc.y * inv), pack_output2(p.out, acc.z * inv, acc.w * inv));
       if (e == 0 && p.out.lse) p.out.lse[orow * p.out.lse_stride_n + head * p.out.lse_stride_h] = merged_lse;
     }
   }

@@ -20,7 +20,7 @@ namespace kvinfer::cuda {
 // completed) with 16-byte chunks swizzled by row, and then writes them as whole
 // 16-byte chunks, a row's head slice by consecutive threads (the accumulator layout
 // would write 4 bytes per thread, 8 rows per instruction). LSE as in store_output.
-template <class TO, int D, int kVoFrags>
+template <int D, int kVoFrags>
 __device__ __forceinline__ void store_output_staged(const AttentionKernelParams& p, const detail::WorkItem& item,
                                                     const detail::RequestInfo& r, const float (&o)[1][kVoFrags][4],
                                                     const float (&row_max)[1][2], const float (&row_sum)[1][2], float sc,
@@ -37,7 +37,7 @@ __device__ __forceinline__ void store_output_staged(const AttentionKernelParams&
 #pragma unroll
     for (int c = 0; c < kVoFrags; ++c) {
       *reinterpret_cast<std::uint32_t*>(stage + swizzled_chunk<D>(row, c) * 16 + 4 * (lane % 4)) =
-          mma::pack2<TO>(o[0][c][2 * h] * norm, o[0][c][2 * h + 1] * norm);
+          pack_output2(p.out, o[0][c][2 * h] * norm, o[0][c][2 * h + 1] * norm);
     }
     if (lane % 4 == 0 && p.out.lse && i < rows) store_row_lse(p, item, r, i, row_max[0][h], sc, sum);
   }
@@ -47,20 +47,20 @@ __device__ __forceinline__ void store_output_staged(const AttentionKernelParams&
   } else {
     asm volatile("bar.sync 2, 128;" ::: "memory");
   }
-  write_staged_rows<TO, D, 128, 64>(p, item, r, stage, warpgroup * 64, rows, int(threadIdx.x) % 128);
+  write_staged_rows<D, 128, 64>(p, item, r, stage, warpgroup * 64, rows, int(threadIdx.x) % 128);
 }
 
 // The epilogue of an item: a split chunk writes its fp32 partial state from the
 // accumulators (warp w: tile rows [16 w, 16 w + 16)); a whole item stages O in the Q
 // tile (store_output_staged).
-template <class TO, int D, int kVoFrags>
+template <int D, int kVoFrags>
 __device__ __forceinline__ void finish_hopper_item(const AttentionKernelParams& p, const detail::WorkItem& item,
                                                    const detail::RequestInfo& r, const float (&o)[1][kVoFrags][4],
                                                    const float (&row_max)[1][2], const float (&row_sum)[1][2],
                                                    float sc, int rows, int num_tiles, unsigned char* q_tile) {
   if (r.num_chunks > 1) {
     const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
-    store_output<TO, D, 16>(p, item, r, o, row_max, row_sum, sc, rows, warp, lane);
+    store_output<D, 16>(p, item, r, o, row_max, row_sum, sc, rows, warp, lane);
   } else {
     // An item without keys never waited for its Q tile, whose rows (copied by any
     // thread) the epilogue reuses: the copies land and the barrier orders them first.
@@ -68,7 +68,7 @@ __device__ __forceinline__ void finish_hopper_item(const AttentionKernelParams& 
       ptx::cp_async_wait_all();
       __syncthreads();
     }
-    store_output_staged<TO, D>(p, item, r, o, row_max, row_sum, sc, rows, q_tile, int(threadIdx.x) / 128);
+    store_output_staged<D>(p, item, r, o, row_max, row_sum, sc, rows, q_tile, int(threadIdx.x) / 128);
   }
 }
 

@@ -25,13 +25,13 @@ void launch(const AttentionKernelParams& p, const detail::KernelKey& key, std::i
         fits(p.kv.v.stride_token))) {
     return tensor_core_tile::launch<TQ, TKV, DQK, DVO>(p, key, grid, stream);
   }
-  if (p.kv.paged()) return launch_tile_kernel(HopperPrefillKernel<TQ, TQ, DQK, true>{}, p, grid, stream);
-  launch_tile_kernel(HopperPrefillKernel<TQ, TQ, DQK, false>{}, p, grid, stream);
+  if (p.kv.paged()) return launch_tile_kernel(HopperPrefillKernel<TQ, DQK, true>{}, p, grid, stream);
+  launch_tile_kernel(HopperPrefillKernel<TQ, DQK, false>{}, p, grid, stream);
 }
 
 template <class TQ, class TKV, int DQK, int DVO>
 int occupancy(const detail::KernelKey&) {
-  return tile_kernel_occupancy(HopperPrefillKernel<TQ, TQ, DQK, true>{});
+  return tile_kernel_occupancy(HopperPrefillKernel<TQ, DQK, true>{});
 }
 
 template <class TQ, class TKV, int DQK, int DVO>

@@ -109,7 +109,7 @@ __device__ __forceinline__ void key_tile(const HopperMainloop<T, D, kPaged>& m, 
   }
 }
 
-template <class T, class TO, int D, bool kPaged>
+template <class T, int D, bool kPaged>
 __global__ void __launch_bounds__(HopperPrefillShape<D>::kThreads, HopperPrefillShape<D>::kMinBlocks)
     prefill_kernel_sm90(const __grid_constant__ AttentionKernelParams p) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -151,15 +151,15 @@ __global__ void __launch_bounds__(HopperPrefillShape<D>::kThreads, HopperPrefill
   if (num_tiles > 0) first_key_tile(mainloop);
   for (int t = 0; t + 1 < num_tiles; ++t) key_tile<true>(mainloop, t);
   if (num_tiles > 0) key_tile<false>(mainloop, num_tiles - 1);
-  finish_hopper_item<TO, D>(p, item, r, o, row_max, row_sum, softmax.sc, rows, num_tiles, smem.ptr + S::q);
+  finish_hopper_item<D>(p, item, r, o, row_max, row_sum, softmax.sc, rows, num_tiles, smem.ptr + S::q);
 #endif
 }
 
-template <class T, class TO, int D, bool kPaged>
+template <class T, int D, bool kPaged>
 struct HopperPrefillKernel {
   static constexpr int kThreads = HopperPrefillShape<D>::kThreads;
   static constexpr int kSmem = HopperPrefillShape<D>::kSmem;
-  static constexpr auto kernel = prefill_kernel_sm90<T, TO, D, kPaged>;
+  static constexpr auto kernel = prefill_kernel_sm90<T, D, kPaged>;
   static void prepare() {
     KVINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   }

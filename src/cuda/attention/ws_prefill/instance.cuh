@@ -68,7 +68,7 @@ void launch(const AttentionKernelParams& p, const detail::KernelKey& key, std::i
   if (!encode_kv_maps<DQK>(wp, p.kv)) {
     return wgmma_prefill::launch<TQ, TKV, DQK, DVO>(p, key, grid, stream);
   }
-  using K = WsPrefillKernel<TQ, TQ, DQK>;
+  using K = WsPrefillKernel<TQ, DQK>;
   static const bool prepared = (K::prepare(), true);
   (void)prepared;
   launch_after_previous(K::kernel, dim3(static_cast<unsigned>(grid)), K::kThreads, K::kSmem, stream, p.programmatic,
@@ -77,7 +77,7 @@ void launch(const AttentionKernelParams& p, const detail::KernelKey& key, std::i
 
 template <class TQ, class TKV, int DQK, int DVO>
 int occupancy(const detail::KernelKey&) {
-  return tile_kernel_occupancy(WsPrefillKernel<TQ, TQ, DQK>{});
+  return tile_kernel_occupancy(WsPrefillKernel<TQ, DQK>{});
 }
 
 template <class TQ, class TKV, int DQK, int DVO>

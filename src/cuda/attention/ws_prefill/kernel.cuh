@@ -236,7 +236,7 @@ __device__ __forceinline__ void ws_key_tile(const WsConsumer<T, D>& m, int t) {
   }
 }
 
-template <class T, class TO, int D>
+template <class T, int D>
 __global__ void __launch_bounds__(WsPrefillShape<D>::kThreads, 1)
     ws_prefill_kernel(const __grid_constant__ WsPrefillParams wp) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -294,23 +294,23 @@ __global__ void __launch_bounds__(WsPrefillShape<D>::kThreads, 1)
   for (int t = 0; t + 1 < num_tiles; ++t) ws_key_tile<true>(consumer, t);
   if (num_tiles > 0) ws_key_tile<false>(consumer, num_tiles - 1);
   if (r.num_chunks > 1) {
-    store_output<TO, D, 16>(p, item, r, o, row_max, row_sum, softmax.sc, rows, warp, lane);
+    store_output<D, 16>(p, item, r, o, row_max, row_sum, softmax.sc, rows, warp, lane);
   } else {
     // A warpgroup stages its O in 64 rows' worth of the Q tile's bytes, which at head_dim
     // 128 and 256 (Q in panels of 128 rows) hold the other warpgroup's Q rows too: both
     // warpgroups' last S = Q K^T are done before either stages. (The wgmma mainloop's
     // last tile starts with a CTA barrier that gives it the same order.)
     named_barrier::sync<S::kQBarrier, S::kConsumerThreads>();
-    store_output_staged<TO, D>(p, item, r, o, row_max, row_sum, softmax.sc, rows, smem.ptr + S::q, warpgroup);
+    store_output_staged<D>(p, item, r, o, row_max, row_sum, softmax.sc, rows, smem.ptr + S::q, warpgroup);
   }
 #endif
 }
 
-template <class T, class TO, int D>
+template <class T, int D>
 struct WsPrefillKernel {
   static constexpr int kThreads = WsPrefillShape<D>::kThreads;
   static constexpr int kSmem = WsPrefillShape<D>::kSmem;
-  static constexpr auto kernel = ws_prefill_kernel<T, TO, D>;
+  static constexpr auto kernel = ws_prefill_kernel<T, D>;
   static void prepare() {
     KVINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
   }
