@@ -3,7 +3,8 @@
 // scale, positional encoding.
 //
 // Non-finite values (NaN, ±inf) in q, k or v: one rule on every CPU path (portable
-// and AVX2 loops, decode and prefill tiles, split-KV and its merge, MLA):
+// and AVX2 loops, decode and prefill tiles, split-KV and its merge, MLA); the CUDA
+// clauses follow it:
 //  1. What a query row does not see never reaches it: the K and V rows of keys
 //     masked for that row (causal, window, custom mask), of other requests, heads or
 //     pages, may hold anything, NaN included, without changing the row's o or LSE.
@@ -17,6 +18,17 @@
 //  4. Merging states (split-KV chunks, cascade levels, merge_state(s)): a state of LSE
 //     -inf weighs nothing, and a state merged only with such states comes out bit for
 //     bit; otherwise a NaN LSE makes the merged o and LSE NaN.
+// The CUDA kernels follow rules 2-4 and rule 1 for other requests, heads and pages and
+// for the K rows of masked keys, with two clauses of their tensor-core arithmetic (as
+// FlashAttention's and FlashInfer's):
+//  1'. A NaN or inf in the V row of a key masked for a row, in a key tile that the
+//     row's tile reads (same request and KV head), reaches the row: its o becomes NaN
+//     (0 x NaN in the P.V product), its LSE stays as it was.
+//  5. Logits are exponentiated as 2^(s * scale - max * scale) in one fused
+//     multiply-add: the rounding of max * scale shifts every weight of the row by up
+//     to half its ulp, which cancels in o and moves the LSE by as much while
+//     |max * scale| < 2^30 (bf16 q and k up to ~1e4 at head_dim 128); beyond, the
+//     weights leave float's range and the row's o and LSE are not defined.
 #pragma once
 
 #include <optional>

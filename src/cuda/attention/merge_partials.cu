@@ -33,10 +33,11 @@ constexpr int kMaxHeadDim = 512;
 constexpr int kClasses = 16;
 static_assert(kClasses % kMaxWarps == 0);
 
-// The maximum and the sum over a warp's lanes (every lane gets them).
+// The maximum (NaN if any lane's is) and the sum over a warp's lanes (every lane gets
+// them).
 __device__ __forceinline__ float warp_max(float x) {
 #pragma unroll
-  for (int off = 16; off >= 1; off /= 2) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, off));
+  for (int off = 16; off >= 1; off /= 2) x = fmax_nan(x, __shfl_xor_sync(0xffffffffu, x, off));
   return x;
 }
 __device__ __forceinline__ float warp_sum(float x) {
@@ -140,7 +141,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
 
   float m = -INFINITY;
 #pragma unroll 4
-  for (int c = lane; c < r.num_chunks; c += 32) m = fmaxf(m, p.schedule.partial_lse[state(c)]);
+  for (int c = lane; c < r.num_chunks; c += 32) m = fmax_nan(m, p.schedule.partial_lse[state(c)]);
   m = warp_max(m);
   if (m == kBadChunkLse) m = -INFINITY;  // a chunk met a bad page id: the row is zeros, LSE -inf
   float d = 0.0f;
@@ -180,7 +181,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     sm_acc[warp * row4 + e0 / 4] = acc;
   }
   __syncthreads();
-  const float inv = d > 0.0f ? 1.0f / d : 0.0f;
+  const float inv = d != 0.0f ? 1.0f / d : 0.0f;
   for (int e0 = int(threadIdx.x) * 4; e0 < head_dim; e0 += warps * 128) {
     float sum[4] = {};
     for (int i = 0; i < warps; ++i) {
@@ -194,7 +195,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   }
   if (threadIdx.x == 0 && p.out.lse) {
     p.out.lse[row * p.out.lse_stride_n + h * p.out.lse_stride_h] =
-        d > 0.0f ? (m + __log2f(d)) * p.lse_scale : -INFINITY;
+        d != 0.0f ? (m + __log2f(d)) * p.lse_scale : -INFINITY;
   }
 }
 
@@ -226,7 +227,7 @@ __global__ void __launch_bounds__(kRowWarps * 32)
                  : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   }
   float m = -INFINITY;
-  for (int c = lane; c < n; c += 32) m = fmaxf(m, p.schedule.partial_lse[state(c)]);
+  for (int c = lane; c < n; c += 32) m = fmax_nan(m, p.schedule.partial_lse[state(c)]);
   m = warp_max(m);
   if (m == kBadChunkLse) m = -INFINITY;  // a chunk met a bad page id: the row is zeros, LSE -inf
   // This lane's weight of chunk c0 + lane (0 past the last chunk or for an empty one).
@@ -236,7 +237,7 @@ __global__ void __launch_bounds__(kRowWarps * 32)
   float d = 0.0f;
   for (int c0 = 0; c0 < n; c0 += 32) d += weight(c0);
   d = warp_sum(d);
-  const float inv = d > 0.0f ? 1.0f / d : 0.0f;
+  const float inv = d != 0.0f ? 1.0f / d : 0.0f;
 
   // The loops are uniform across the warp (every lane reaches the shuffles); lanes past
   // head_dim load and store nothing. The sum takes the fixed order (the top of this file).
@@ -284,7 +285,7 @@ __global__ void __launch_bounds__(kRowWarps * 32)
   }
   if (lane == 0 && p.out.lse)
     p.out.lse[row * p.out.lse_stride_n + h * p.out.lse_stride_h] =
-        d > 0.0f ? (m + __log2f(d)) * p.lse_scale : -INFINITY;
+        d != 0.0f ? (m + __log2f(d)) * p.lse_scale : -INFINITY;
 }
 
 // A CTA per (query row, head), as merge_partials_kernel, warp w summing the classes
@@ -320,7 +321,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   }
   float m = -INFINITY;
 #pragma unroll 4
-  for (int c = lane; c < n; c += 32) m = fmaxf(m, p.schedule.partial_lse[state(c)]);
+  for (int c = lane; c < n; c += 32) m = fmax_nan(m, p.schedule.partial_lse[state(c)]);
   m = warp_max(m);
   if (m == kBadChunkLse) m = -INFINITY;  // a chunk met a bad page id: the row is zeros, LSE -inf
   float d = 0.0f;
@@ -351,7 +352,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
     }
   }
   __syncthreads();
-  const float inv = d > 0.0f ? 1.0f / d : 0.0f;
+  const float inv = d != 0.0f ? 1.0f / d : 0.0f;
   for (int e0 = int(threadIdx.x) * 4; e0 < head_dim; e0 += warps * 128) {
     float sum[4] = {};
 #pragma unroll
@@ -360,7 +361,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   }
   if (threadIdx.x == 0 && p.out.lse) {
     p.out.lse[row * p.out.lse_stride_n + h * p.out.lse_stride_h] =
-        d > 0.0f ? (m + __log2f(d)) * p.lse_scale : -INFINITY;
+        d != 0.0f ? (m + __log2f(d)) * p.lse_scale : -INFINITY;
   }
 }
 

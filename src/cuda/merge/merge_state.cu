@@ -12,6 +12,7 @@
 #include "cuda/common/convert.cuh"
 #include "cuda/common/fast_divmod.cuh"
 #include "cuda/common/launch.cuh"
+#include "cuda/common/nan_max.cuh"
 #include "cuda/common/vec.cuh"
 #include "cuda/runtime.hpp"
 
@@ -79,10 +80,15 @@ __global__ void __launch_bounds__(kThreads) merge_state_kernel(const __grid_cons
 
   // The formula of the CPU backend: v = (wa va + wb vb) / (wa + wb), weights relative
   // to the larger LSE. An empty state (s = -inf) has weight 0 and is not read: its v
-  // may be garbage, even NaN, and the other state comes out exactly (x * 1 / 1).
-  const float m = fmaxf(sa, sb);
+  // may be garbage, even NaN, and the other state comes out exactly (x * 1 / 1), a
+  // NaN state included; otherwise a NaN LSE makes both weights, v and s NaN.
   float wa = 0.f, wb = 0.f, sum = 1.f, s = -INFINITY;  // two empty states: v = 0, s = -inf
-  if (m != -INFINITY) {
+  if (sb == -INFINITY) {
+    if (sa != -INFINITY) wa = 1.f, s = sa;
+  } else if (sa == -INFINITY) {
+    wb = 1.f, s = sb;
+  } else {
+    const float m = fmax_nan(sa, sb);
     wa = exp2f(sa - m);
     wb = exp2f(sb - m);
     sum = wa + wb;
@@ -128,33 +134,47 @@ __global__ void __launch_bounds__(kThreads) merge_states_kernel(const __grid_con
   std::uint32_t h;
   const std::uint32_t i = a.map.heads.divmod(row, &h);
   const float* s = a.s + i * a.si.row + h * a.si.head;
+  // As the CPU backend: empty states (s = -inf) are skipped, never read; the one
+  // non-empty state comes out exactly (a weight of 1 over a sum of 1), a NaN one
+  // included; otherwise a NaN LSE makes the merged v and s NaN (m is NaN, and so
+  // every weight).
   float m = -INFINITY;
-  for (int k = 0; k < a.num_states; ++k) m = fmaxf(m, s[k * a.s_state]);
-  float sum = 0.f;
-  if (m != -INFINITY) {
-    for (int k = 0; k < a.num_states; ++k) sum += exp2f(s[k * a.s_state] - m);
+  int non_empty = 0, last = 0;
+  for (int k = 0; k < a.num_states; ++k) {
+    const float sk = s[k * a.s_state];
+    if (sk == -INFINITY) continue;
+    ++non_empty;
+    last = k;
+    m = fmax_nan(m, sk);
   }
+  const auto weight = [&](int k) {
+    const float sk = s[k * a.s_state];
+    return sk == -INFINITY ? 0.f : non_empty == 1 ? 1.f : exp2f(sk - m);
+  };
+  float sum = 0.f;
+  for (int k = 0; k < a.num_states; ++k) sum += weight(k);
   const T* v = static_cast<const T*>(a.v) + i * a.vi.row + h * a.vi.head;
   T* vo = static_cast<T*>(a.v_out) + i * a.vo.row + h * a.vo.head;
   for (int c = lane; c < a.map.chunks; c += 1 << a.map.log2_group) {
     float acc[kN];
 #pragma unroll
     for (int e = 0; e < kN; ++e) acc[e] = 0.f;
-    if (m != -INFINITY) {
-      for (int k = 0; k < a.num_states; ++k) {
-        const float w = exp2f(s[k * a.s_state] - m);
-        if (w == 0.f) continue;  // an empty state's v is never read
-        const Vec<T, kN> x = load_vec<T, kN>(v + k * a.v_state + c * kN);
+    for (int k = 0; k < a.num_states; ++k) {
+      const float w = weight(k);
+      if (w == 0.f) continue;  // an empty state's v is never read
+      const Vec<T, kN> x = load_vec<T, kN>(v + k * a.v_state + c * kN);
 #pragma unroll
-        for (int e = 0; e < kN; ++e) acc[e] += w * to_float(x.v[e]);
-      }
+      for (int e = 0; e < kN; ++e) acc[e] += w * to_float(x.v[e]);
     }
     Vec<T, kN> o;
 #pragma unroll
-    for (int e = 0; e < kN; ++e) o.v[e] = from_float<T>(m == -INFINITY ? 0.f : acc[e] / sum);
+    for (int e = 0; e < kN; ++e) o.v[e] = from_float<T>(non_empty == 0 ? 0.f : acc[e] / sum);
     store_vec<T, kN>(vo + c * kN, o);
   }
-  if (lane == 0) a.s_out[i * a.so.row + h * a.so.head] = m == -INFINITY ? -INFINITY : m + log2f(sum);
+  if (lane == 0) {
+    a.s_out[i * a.so.row + h * a.so.head] =
+        non_empty == 0 ? -INFINITY : non_empty == 1 ? s[last * a.s_state] : m + log2f(sum);
+  }
 }
 
 // Lanes per row: enough for one vector per lane when the row is short, one warp at most.

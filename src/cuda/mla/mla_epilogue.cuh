@@ -39,7 +39,7 @@ __device__ __forceinline__ void mla_epilogue(const MlaKernelParams& p, const det
     if (row >= rows) continue;
     std::uint32_t head = 0;
     const std::int64_t token = p.num_heads.divmod(std::uint32_t(item.row_begin + row), &head);
-    const bool empty = !(row_sum[h] > 0.0f);
+    const bool empty = row_sum[h] == 0.0f;  // no key; a NaN sum (a NaN logit) makes the row NaN
     const float inv = empty ? 0.0f : p.v_scale / row_sum[h];
     const float lse = empty ? -INFINITY : row_max[h] + __log2f(row_sum[h]);
     if (split) {

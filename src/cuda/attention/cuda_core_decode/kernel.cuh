@@ -241,8 +241,8 @@ __device__ __forceinline__ void finish_decode_item(const AttentionKernelParams& 
         for (int e = 0; e < kVec; ++e) out[e] += sm_acc[w][i][l * kVec + e] * wgt;
       }
     }
-    const float norm = d_all > 0.0f ? p.kv.v_scale / d_all : 0.0f;
-    const float lse = d_all > 0.0f ? m_all + __log2f(d_all) : -INFINITY;
+    const float norm = d_all != 0.0f ? p.kv.v_scale / d_all : 0.0f;
+    const float lse = d_all != 0.0f ? m_all + __log2f(d_all) : -INFINITY;
     const int row = item.row_begin + i;
     const int tok = row / p.heads.group_size,
               h = item.kv_head * p.heads.group_size + row % p.heads.group_size;

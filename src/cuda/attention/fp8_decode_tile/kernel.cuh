@@ -426,9 +426,9 @@ __device__ __forceinline__ void finish_fp8_item(const AttentionKernelParams& p, 
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const float sum = quad_sum(row_sum[0][h]);
-      const float norm = sum > 0.0f ? p.kv.v_scale / sum : 0.0f;
+      const float norm = sum != 0.0f ? p.kv.v_scale / sum : 0.0f;
       store_row_f32<C>(warp_state_o<D>(scratch, g + 8 * h) + 2 * t4 * C, o, h, norm);
-      if (t4 == 0) warp_state_lse<D>(scratch)[g + 8 * h] = sum > 0.0f ? row_max[0][h] * sc + __log2f(sum) : -INFINITY;
+      if (t4 == 0) warp_state_lse<D>(scratch)[g + 8 * h] = sum != 0.0f ? row_max[0][h] * sc + __log2f(sum) : -INFINITY;
     }
     merge_item_warps<D>(
         p, item, r, rows, [&](int w) { return smem_cta + w * S::kTileBytes + S::kv; },
@@ -442,8 +442,8 @@ __device__ __forceinline__ void finish_fp8_item(const AttentionKernelParams& p, 
     const int i = g + 8 * h;
     if (i >= rows) continue;
     const auto [tk, head] = packed_row(p, item, group, i);
-    const float norm = sum > 0.0f ? p.kv.v_scale / sum : 0.0f;
-    const float lse = sum > 0.0f ? row_max[0][h] * sc + __log2f(sum) : -INFINITY;
+    const float norm = sum != 0.0f ? p.kv.v_scale / sum : 0.0f;
+    const float lse = sum != 0.0f ? row_max[0][h] * sc + __log2f(sum) : -INFINITY;
     if (split) {
       const std::int64_t prow = r.partial_begin + std::int64_t(item.chunk) * r.qo_len + tk;
       store_row_f32<C>(p.schedule.partial_o + (prow * p.heads.num_qo_heads + head) * D + 2 * t4 * C, o, h,

@@ -205,7 +205,7 @@ __device__ __forceinline__ void stage_kq_state(float* so, float* slse, const flo
   }
   if (g == 0) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) slse[2 * t4 + h] = row_sum[h] > 0.0f ? row_max[h] + __log2f(row_sum[h]) : -INFINITY;
+    for (int h = 0; h < 2; ++h) slse[2 * t4 + h] = row_sum[h] != 0.0f ? row_max[h] + __log2f(row_sum[h]) : -INFINITY;
   }
 }
 
@@ -259,7 +259,7 @@ __device__ __forceinline__ void finish_kq_item(const AttentionKernelParams& p, c
     sum += __shfl_xor_sync(0xffffffffu, sum, 8);
     sum += __shfl_xor_sync(0xffffffffu, sum, 16);
     row_sum[h] = sum;
-    norm[h] = sum > 0.0f ? p.kv.v_scale / sum : 0.0f;
+    norm[h] = sum != 0.0f ? p.kv.v_scale / sum : 0.0f;
   }
   if constexpr (kItemWarps) {
     unsigned char* scratch = smem + L::k;

@@ -22,7 +22,7 @@ __device__ __forceinline__ void store_row_lse(const AttentionKernelParams& p, co
   const auto [tk, head] = packed_row(p, item, p.heads.group_size, i);
   const std::int64_t orow = r.qo_begin + tk;
   p.out.lse[orow * p.out.lse_stride_n + head * p.out.lse_stride_h] =
-      sum > 0.0f ? row_max * sc + __log2f(sum) : -INFINITY;
+      sum != 0.0f ? row_max * sc + __log2f(sum) : -INFINITY;
 }
 
 // Writes kRows staged rows of O (16-bit, D elements, swizzled 16-byte chunks) starting
@@ -62,8 +62,8 @@ __device__ __forceinline__ void store_output(const AttentionKernelParams& p, con
       const int i = warp * kRowsPerWarp + m * 16 + lane / 4 + 8 * h;
       if (i >= rows) continue;
       const auto [tk, head] = packed_row(p, item, p.heads.group_size, i);
-      const float norm = sum > 0.0f ? p.kv.v_scale / sum : 0.0f;
-      const float lse = sum > 0.0f ? row_max[m][h] * sc + __log2f(sum) : -INFINITY;
+      const float norm = sum != 0.0f ? p.kv.v_scale / sum : 0.0f;
+      const float lse = sum != 0.0f ? row_max[m][h] * sc + __log2f(sum) : -INFINITY;
       if (split) {
         const std::int64_t prow = r.partial_begin + std::int64_t(item.chunk) * r.qo_len + tk;
         float* po = p.schedule.partial_o + (prow * p.heads.num_qo_heads + head) * DVO + 2 * (lane % 4);
@@ -108,7 +108,7 @@ __device__ __forceinline__ void store_output_warp_staged(const AttentionKernelPa
       const float sum = quad_sum(row_sum[m][h]);
       const int row = m * 16 + lane / 4 + 8 * h;  // within the warp's rows
       const int i = warp * kRowsPerWarp + row;    // within the tile
-      const float norm = sum > 0.0f ? p.kv.v_scale / sum : 0.0f;
+      const float norm = sum != 0.0f ? p.kv.v_scale / sum : 0.0f;
 #pragma unroll
       for (int c = 0; c < kVoFrags; ++c) {
         *reinterpret_cast<std::uint32_t*>(stage + swizzled_chunk<D>(row, c) * 16 + 4 * (lane % 4)) =

@@ -83,13 +83,13 @@ __device__ __forceinline__ void stash_warp_state(const AttentionKernelParams& p,
     sum += __shfl_xor_sync(0xffffffffu, sum, 1);
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     const int row = lane / 4 + 8 * h;
-    const float norm = sum > 0.0f ? p.kv.v_scale / sum : 0.0f;
+    const float norm = sum != 0.0f ? p.kv.v_scale / sum : 0.0f;
     float* so = warp_state_o<DVO>(scratch, row);
 #pragma unroll
     for (int c = 0; c < kVoFrags; ++c) {
       *reinterpret_cast<float2*>(so + 8 * c + 2 * (lane % 4)) = make_float2(o[0][c][2 * h] * norm, o[0][c][2 * h + 1] * norm);
     }
-    if (lane % 4 == 0) warp_state_lse<DVO>(scratch)[row] = sum > 0.0f ? row_max[0][h] * sc + __log2f(sum) : -INFINITY;
+    if (lane % 4 == 0) warp_state_lse<DVO>(scratch)[row] = sum != 0.0f ? row_max[0][h] * sc + __log2f(sum) : -INFINITY;
   }
 }
 
@@ -113,7 +113,7 @@ __device__ __forceinline__ void merge_item_warps(const AttentionKernelParams& p,
     float m = -INFINITY;
 #pragma unroll
     for (int w = 0; w < kMaxWarps; ++w) {
-      if (w < warps) m = fmaxf(m, warp_state_lse<DVO>(scratch(w))[i]);
+      if (w < warps) m = fmax_nan(m, warp_state_lse<DVO>(scratch(w))[i]);
     }
     float d = 0.0f;
     float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
@@ -129,8 +129,8 @@ __device__ __forceinline__ void merge_item_warps(const AttentionKernelParams& p,
       acc.z += wt * x.z;
       acc.w += wt * x.w;
     }
-    const float inv = d > 0.0f ? 1.0f / d : 0.0f;
-    const float merged_lse = d > 0.0f ? m + __log2f(d) : -INFINITY;
+    const float inv = d != 0.0f ? 1.0f / d : 0.0f;
+    const float merged_lse = d != 0.0f ? m + __log2f(d) : -INFINITY;
     const auto [tk, head] = row_of(i);
     if (split) {
       const std::int64_t prow = r.partial_begin + std::int64_t(item.chunk) * r.qo_len + tk;

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "cuda/common/nan_max.cuh"
+
 namespace kvinfer::cuda {
 
 inline constexpr float kLog2e = 1.4426950408889634f;

@@ -32,7 +32,7 @@ __device__ __forceinline__ void store_output_staged(const AttentionKernelParams&
     const float sum = quad_sum(row_sum[0][h]);
     const int row = warp_in_group * 16 + lane / 4 + 8 * h;  // within the warpgroup
     const int i = warpgroup * 64 + row;                      // within the tile
-    const float norm = sum > 0.0f ? p.kv.v_scale / sum : 0.0f;
+    const float norm = sum != 0.0f ? p.kv.v_scale / sum : 0.0f;
     // Fragment c holds columns [8c, 8c + 8): chunk c of the row, 4 bytes per thread.
 #pragma unroll
     for (int c = 0; c < kVoFrags; ++c) {
