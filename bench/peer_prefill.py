@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """Peers of ragged prefill on the GPU machine: torch SDPA's flash backend
 (FlashAttention-2) and cuDNN backend on bench_prefill's shapes (16k tokens as
-16x1k, 4x4k, 1x16k; 32 heads; bf16; head_dim 64/128/256; causal and not), timed
-like bench_prefill (CUDA events, cold L2, median of >= 20 runs).
+16x1k, 4x4k, 1x16k; 32 heads; bf16; head_dim 64/128/256; causal and not; and 4x4k
+at head_dim 128 with GQA 32/8, as enable_gqa), timed like bench_prefill (CUDA
+events, cold L2, median of >= 20 runs). bench_prefill's skewed batch has no dense
+counterpart here.
 Usage: peer_prefill.py --json PATH."""
 import os
 import sys
@@ -22,17 +24,19 @@ def main():
     args = parse_args()
     rows = []
     torch.manual_seed(0)
-    configs = [(d, causal, b, l) for d in (128, 64, 256) for causal in (False, True) for b, l in SHAPES]
-    for d, causal, b, l in configs[: 2 if args.quick else None]:
+    configs = [(d, causal, b, l, HEADS) for d in (128, 64, 256) for causal in (False, True) for b, l in SHAPES]
+    configs += [(128, causal, 4, 4096, 8) for causal in (False, True)]
+    for d, causal, b, l, kv_heads in configs[: 2 if args.quick else None]:
         q = torch.randn(b, HEADS, l, d, dtype=torch.bfloat16, device="cuda")
-        k = torch.randn(b, HEADS, l, d, dtype=torch.bfloat16, device="cuda")
-        v = torch.randn(b, HEADS, l, d, dtype=torch.bfloat16, device="cuda")
+        k = torch.randn(b, kv_heads, l, d, dtype=torch.bfloat16, device="cuda")
+        v = torch.randn(b, kv_heads, l, d, dtype=torch.bfloat16, device="cuda")
         pairs = l * (l + 1) / 2 if causal else l * l
         flops = 4.0 * b * pairs * HEADS * d
-        name = f"{b}x{l} d{d}" + (" causal" if causal else "")
+        gqa = kv_heads != HEADS
+        name = f"{b}x{l} d{d}" + (f" gqa{HEADS}/{kv_heads}" if gqa else "") + (" causal" if causal else "")
         rows += sdpa_rows(name, [("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)],
-                          lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), args.runs,
-                          lambda med: {"TFLOPs": flops / (med * 1e9)})
+                          lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=gqa),
+                          args.runs, lambda med: {"TFLOPs": flops / (med * 1e9)})
         del q, k, v
         torch.cuda.empty_cache()
     finish(args, "peer_prefill", rows)
