@@ -263,7 +263,7 @@ NUMERICS_TEST(NumericsAllMaskedRowsGiveZerosAndMinusInf) {
            lse = Tensor::empty({r.qo_len, kHq}, DType::kF32, kDevice);
     BatchPrefillWithRaggedKVCache w(kDevice);
     w.plan({.qo_indptr = qo, .kv_indptr = kvp, .num_qo_heads = kHq, .num_kv_heads = kHk, .head_dim_qk = kD,
-            .options = {.mask_mode = MaskMode::kCustom}, .custom_mask = mask, .split = path.split});
+            .options = {.mask_mode = MaskMode::kCustom}, .custom_mask = on_device(mask), .split = path.split});
     std::fill_n(r.k.data_as<std::uint16_t>(), r.k.numel(), kBf16NaN);
     std::fill_n(r.v.data_as<std::uint16_t>(), r.v.numel(), v_garbage);
     w.run(on_device(r.q), on_device(r.k), on_device(r.v), out, {.lse = lse});
