@@ -66,16 +66,19 @@ class Run:
         if not os.path.isdir(data_dir):
             raise InputError(f"--data {data_dir}: not a folder")
         files = sorted(glob.glob(os.path.join(data_dir, "*.json")))
-        checks, flashinfer = [], []
+        checks, flashinfer, host = [], [], []
         for path in files:
             j = load_json(path)
             if isinstance(j, dict) and isinstance(j.get("benchmarks"), list):
                 checks.append((path, j))
             elif isinstance(j, dict) and j.get("bench") == "peer_flashinfer":
                 flashinfer.append((path, j))
+            elif isinstance(j, dict) and "runs_per_step" in j and isinstance(j.get("rows"), list):
+                host.append((path, j))
             else:
-                raise InputError(f"{path}: neither a GPU check's results.json (a 'benchmarks' list) nor "
-                                 "FlashInfer's peer JSON ('bench': 'peer_flashinfer')")
+                raise InputError(f"{path}: neither a GPU check's results.json (a 'benchmarks' list), "
+                                 "FlashInfer's peer JSON ('bench': 'peer_flashinfer') nor bench/python/bench_host.py's "
+                                 "JSON ('runs_per_step')")
         if len(checks) != 1:
             names = ", ".join(os.path.basename(p) for p, _ in checks) or "none"
             raise InputError(f"{data_dir}: holds {len(checks)} GPU check results ({names}); it must hold exactly one "
@@ -94,6 +97,9 @@ class Run:
         if len(flashinfer) > 1:
             raise InputError(f"{data_dir}: {len(flashinfer)} FlashInfer peer files; keep one")
         self.flashinfer = inline or (flashinfer[0][1] if flashinfer else None)
+        if len(host) > 1:
+            raise InputError(f"{data_dir}: {len(host)} bench_host.py files; keep one")
+        self.host = host[0][1] if host else None
         self.meta = dict(read_head_lines(data_dir))
         self.meta.update({k: v for k, v in (self.results.get("run") or {}).items() if k in ("date", "commit")})
         self.log_head = (self.results.get("run") or {}).get("log_head") or []
@@ -363,7 +369,9 @@ class Report:
             self.missing.append("prefill peer FlashInfer fa2/fa3 (`bench/flashinfer/peer_flashinfer.py`)")
         out = ["## Prefill", "",
                "`BatchPrefillWithRaggedKVCache` and `BatchPrefillWithPagedKVCache` (`bench_prefill`): 16k tokens as "
-               "16x1k, 4x4k, 1x16k; 32 qo = 32 KV heads; bf16; causal and not. TFLOP/s count the visible query-key "
+               "16x1k, 4x4k, 1x16k; 32 qo = 32 KV heads, and GQA 32/8 (`gqa32/8`) at 4x4k; a skewed batch of 16k "
+               "tokens (`skewed16k`: 8k, 4k, 2k, 1k, 512, 256, 128, 64, 64); bf16; causal and not (the dense "
+               "peers have no skewed row). TFLOP/s count the visible query-key "
                f"pairs only (causal: the triangle); of GEMM: of the cuBLAS bf16 rate `bench_prefill` measured "
                f"({f_tflops(gemm)} TFLOP/s). Ours is the automatic kernel (on sm_90 the warp-specialised "
                "kernel for ragged KV, the wgmma mainloop for paged); portable: `options.backend = kPortable` (the mma.sync tile). Peers: torch SDPA "
@@ -532,6 +540,41 @@ class Report:
                           f"{num(r, 'gbps'):.2f}" if num(r, "gbps") else "-", f_frac(num(r, "fraction_of_read")),
                           f"{num(r, 'gflops'):.1f}" if num(r, "gflops") else "-"])
         return out + table(["case", "shape", "ms", "GB/s", "of read", "GFLOP/s"], trows) + [""]
+
+    def python_host(self):
+        h = self.run.host
+        if not h:
+            self.missing.append("the Python package's host cost (`bench/python/bench_host.py`, run by "
+                                "`python/gpu-test.sh`)")
+            return []
+        out = ["## Python host cost", "",
+               f"`bench/python/bench_host.py` (run by `python/gpu-test.sh` in the same device call): one decode step "
+               f"= one `plan()` plus {h.get('runs_per_step', '?')} `run()` calls (Hq 32 / Hk 8, d 128, page 16, "
+               f"kv_len {h.get('kv_len', '?')}, torch CUDA tensors), host wall time, median of {h.get('steps', '?')} "
+               f"steps; kvinfer {h.get('kvinfer', '?')}, FlashInfer {h.get('flashinfer', '?')}, torch "
+               f"{h.get('torch', '?')}. run: Python - C++: the Python wrapper's cost per `run()` over the C++ call's.",
+               "", "Target (`bench_host.py`): each run() within +3 µs of the C++ call; the step below FlashInfer's "
+               "Python wrappers.", ""]
+        by = {}
+        for r in h["rows"]:
+            if isinstance(r, dict):
+                by[(r.get("impl"), r.get("batch"))] = r
+        trows = []
+        for batch in sorted({b for _, b in by if isinstance(b, int)}):
+            py, cpp, fi = by.get(("kvinfer python", batch)), by.get(("kvinfer c++", batch)), \
+                by.get(("flashinfer python", batch))
+            cell = lambda r, k: f"{num(r, k):.1f}" if r and num(r, k) is not None else "-"
+            delta = (f"{num(py, 'per_run_us') - num(cpp, 'per_run_us'):+.1f}"
+                     if py and cpp and num(py, "per_run_us") is not None and num(cpp, "per_run_us") is not None
+                     else "-")
+            ratio = (f"{num(py, 'step_us') / num(fi, 'step_us'):.3f}"
+                     if py and fi and num(py, "step_us") and num(fi, "step_us") else "-")
+            trows.append([str(batch), cell(py, "step_us"), cell(py, "plan_us"), cell(py, "per_run_us"),
+                          cell(cpp, "step_us"), cell(cpp, "per_run_us"), delta, cell(fi, "step_us"),
+                          cell(fi, "per_run_us"), ratio])
+        return out + table(["batch", "Python step µs", "plan µs", "per run µs", "C++ step µs", "per run µs",
+                            "run: Python - C++ µs", "FlashInfer step µs", "per run µs", "ours/FlashInfer step"],
+                           trows) + [""]
 
     def ceilings(self):
         rows, out = self.opening(
@@ -767,7 +810,7 @@ def render(run, out_path, img_dir, data_rel):
     rep = Report(run, img_rel)
     body = []
     for section in (rep.decode, rep.decode_fp8, rep.prefill, rep.cascade, rep.mla, rep.layer_steps, rep.append,
-                    rep.cpu, rep.ceilings):
+                    rep.python_host, rep.cpu, rep.ceilings):
         body += section()
     head = rep.header(data_rel, data_link)
     if rep.missing:
