@@ -6,6 +6,7 @@
 # alternating rounds (A B1 B2, B1 B2 A, B2 A B1, ...) so that clock and thermal drift
 # and the position in a round fall on every side alike.
 # Usage: scripts/gpu-ab.sh OUTDIR B_TREE[,B_TREE...] BENCH [BENCH...]
+# Each tree builds the named benchmarks' targets only (all of it where its tests run).
 #   e.g. scripts/gpu-ab.sh out .ab/b1,.ab/b2 bench_decode bench_prefill
 # Environment: KVINFER_AB_ROUNDS (2), KVINFER_AB_FILTER (a --filter for every benchmark),
 # KVINFER_AB_TESTS=1 also runs the last B tree's GPU tests (ctest -L gpu), =all every B tree's.
@@ -25,16 +26,26 @@ work=$(mktemp -d)
 deps_args=()
 [[ -d .deps ]] && deps_args=(-DKVINFER_DEPS_DIR="$PWD/.deps")
 
-build() {  # build SRC DIR: the benchmarks (and B's tests) of one tree
-  local src=$1 dir=$2
+build() {  # build SRC DIR [all]: the named benchmarks of one tree, or everything (a side whose tests run)
+  local src=$1 dir=$2 targets=(--target "${benches[@]}")
+  [[ ${3:-} == all ]] && targets=()
   echo "== build $src -> $dir" >>"$out/build.log"
   cmake -S "$src" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVINFER_CUDA=ON -DKVINFER_INSTANCES=default \
     "${deps_args[@]}" >>"$out/build.log" 2>&1 &&
-    cmake --build "$dir" -j "$(nproc)" -- -k 0 >>"$out/build.log" 2>&1
+    cmake --build "$dir" -j "$(nproc)" "${targets[@]}" -- -k 0 >>"$out/build.log" 2>&1
 }
 side_name() { (($1 == 0)) && echo a || echo "b$1"; }
+tested() {  # whether side $1's GPU tests run (KVINFER_AB_TESTS)
+  case ${KVINFER_AB_TESTS:-0} in
+    1) (($1 == ${#trees[@]} - 1)) ;;
+    all) (($1 >= 1)) ;;
+    *) false ;;
+  esac
+}
 for ((s = 0; s < ${#trees[@]}; ++s)); do
-  build "${trees[s]}" "${trees[s]}/build-gpu" || { echo "$(side_name $s) build failed"; tail -20 "$out/build.log"; }
+  what=""
+  tested $s && what=all
+  build "${trees[s]}" "${trees[s]}/build-gpu" $what || { echo "$(side_name $s) build failed"; tail -20 "$out/build.log"; }
 done
 
 if [[ ${KVINFER_AB_TESTS:-0} == 1 || ${KVINFER_AB_TESTS:-0} == all ]]; then
