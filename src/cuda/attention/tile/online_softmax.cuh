@@ -33,18 +33,20 @@ __device__ __forceinline__ float tree_reduce(float (&x)[N], Op op) {
 }
 
 // Hides the scores of keys a row may not see (per element: for tiles the mask
-// classifies as partial). s holds a warp's kMmaM m16 tiles of kKeyFrags n8 fragments;
-// tok[m][h] is the token of this thread's row g + 8h of m16 tile m.
+// classifies as partial), and of keys outside [key_lo, key_end). s holds a warp's
+// kMmaM m16 tiles of kKeyFrags n8 fragments; tok[m][h] is the token of this thread's
+// row g + 8h of m16 tile m.
 template <bool kGeneral, int kMmaM, int kKeyFrags>
 __device__ __forceinline__ void mask_scores(float (&s)[kMmaM][kKeyFrags][4], const detail::RequestMask& mask,
-                                            const int (&tok)[kMmaM][2], int key0, int key_end, int lane) {
+                                            const int (&tok)[kMmaM][2], int key0, int key_end, int lane,
+                                            int key_lo = 0) {
 #pragma unroll
   for (int m = 0; m < kMmaM; ++m) {
     // The row's visible keys of this tile (before the custom mask) as columns [lo, hi).
     int lo[2], hi[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      lo[h] = mask.first_key(tok[m][h]) - key0;
+      lo[h] = max(mask.first_key(tok[m][h]), key_lo) - key0;
       hi[h] = min(mask.last_key(tok[m][h]), key_end) - key0;
     }
 #pragma unroll

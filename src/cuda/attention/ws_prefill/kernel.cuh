@@ -254,9 +254,13 @@ __global__ void __launch_bounds__(WsPrefillShape<D>::kThreads, 1)
   const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32, warpgroup = int(threadIdx.x) / 128;
   ItemKeys keys = item_keys(p, item, r, nullptr);
   // Paged, tiles start on a box of a page: the keys before key_begin that this adds are
-  // hidden by the mask (key_begin past the chunk's start is the window's first key; a
-  // chunk starts on whole pages).
-  if (p.kv.paged() && keys.key_end > keys.key_begin) keys.key_begin -= keys.key_begin % wp.box_rows;
+  // hidden by the mask (mask_begin; the first tile is a masked one). They may be the
+  // request's previous chunk's: the planner clips a request's keys to those its rows
+  // see before it splits them, so chunks need not start on pages.
+  if (p.kv.paged() && keys.key_end > keys.key_begin) {
+    keys.full_lo = max(keys.full_lo, keys.key_begin);
+    keys.key_begin -= keys.key_begin % wp.box_rows;
+  }
   const int num_tiles = keys.num_tiles(S::kKeys);
 
   if (warpgroup == 2) {  // the producer
