@@ -101,7 +101,7 @@ KernelKey tile_choice(int index, const AttentionProblem& pr, const AttentionKern
   const bool supported = wgmma >= 0;
   const bool hopper = caps.hopper;
   const bool ws_kv =
-      pr.storage == KVStorage::kRagged || (kWsPrefillPaged && ws_prefill_pages(pr.page_size));
+      pr.storage == KVStorage::kRagged || (caps.ws_prefill_paged && ws_prefill_pages(pr.page_size));
   const int ws = supported && ws_kv ? find(caps, KernelFamily::kWsPrefill, pr) : -1;
   const KernelKey hopper_key = ws >= 0 ? KernelKey{KernelFamily::kWsPrefill, ws, 128}
                                        : KernelKey{KernelFamily::kWgmmaPrefill, wgmma, 128};

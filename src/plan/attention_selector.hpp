@@ -34,6 +34,9 @@ struct AttentionKernelCaps {
   std::vector<AttentionInstance> instances;
   bool hopper = false;             // an sm_90 device running this build's sm_90a code
   std::string preset = "default";  // the instance preset, for the error that names it
+  // Paged KV on the warp-specialised prefill: kWsPrefillPaged, or what the CUDA
+  // backend's KVINFER_WS_PREFILL_PAGED (0 or 1) says, to measure and test that path.
+  bool ws_prefill_paged = kWsPrefillPaged;
 };
 
 struct AttentionSelection {

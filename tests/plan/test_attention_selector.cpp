@@ -123,9 +123,13 @@ TEST(AttentionSelector, PrefillTilesByLengthAndDevice) {
     AttentionProblem paged = pr;
     paged.storage = KVStorage::kPaged;
     paged.page_size = page;
-    const bool boxes = kWsPrefillPaged && page >= 8 && page <= 256 && page != 24;
+    const bool boxes = page >= 8 && page <= 256 && page != 24;
     expect_key(select_attention_kernel(paged, kH200).run,
-               boxes ? KernelFamily::kWsPrefill : KernelFamily::kWgmmaPrefill, 128, kH200, paged);
+               boxes && kWsPrefillPaged ? KernelFamily::kWsPrefill : KernelFamily::kWgmmaPrefill, 128, kH200, paged);
+    AttentionKernelCaps ws_paged = kH200;
+    ws_paged.ws_prefill_paged = true;
+    expect_key(select_attention_kernel(paged, ws_paged).run,
+               boxes ? KernelFamily::kWsPrefill : KernelFamily::kWgmmaPrefill, 128, ws_paged, paged);
   }
   // A head dim without a warp-specialised instance takes the wgmma mainloop.
   const AttentionProblem d64 = problem(DType::kBF16, DType::kBF16, 1, 64, 4096);

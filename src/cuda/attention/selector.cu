@@ -9,7 +9,9 @@
 #include <cuda_fp8.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "cuda/backend.hpp"
 #include "plan/attention_selector.hpp"
@@ -62,6 +64,10 @@ const detail::AttentionKernelCaps& kernel_caps(bool hopper) {
     }
     c.hopper = on_hopper;
     c.preset = KVINFER_INSTANCE_PRESET;
+    if (const char* env = std::getenv("KVINFER_WS_PREFILL_PAGED"); env != nullptr && (env == std::string_view("0") ||
+                                                                                       env == std::string_view("1"))) {
+      c.ws_prefill_paged = env[0] == '1';
+    }
     return c;
   };
   static const detail::AttentionKernelCaps with_hopper = make(true), without = make(false);
