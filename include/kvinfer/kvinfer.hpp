@@ -17,6 +17,7 @@
 #include "kvinfer/layout/kv_layout.hpp"
 #include "kvinfer/layout/mask.hpp"
 #include "kvinfer/layout/mla_cache.hpp"
+#include "kvinfer/layout/page_table_shard.hpp"
 #include "kvinfer/layout/paged_kv_cache.hpp"
 #include "kvinfer/layout/ragged.hpp"
 #include "kvinfer/ops/merge.hpp"
