@@ -29,7 +29,8 @@ from .cascade import MultiLevelCascadeAttentionWrapper, merge_state, merge_state
 from .decode import (BatchDecodeWithPagedKVCacheWrapper, CUDAGraphBatchDecodeWithPagedKVCacheWrapper,
                      single_decode_with_kv_cache)
 from .mla import BatchMLAPagedAttentionWrapper
-from .page import append_paged_kv_cache, append_paged_mla_kv_cache, get_batch_indices_positions, get_seq_lens
+from .page import (append_paged_kv_cache, append_paged_mla_kv_cache, get_batch_indices_positions, get_seq_lens,
+                   shard_page_table)
 from .prefill import (BatchPrefillWithPagedKVCacheWrapper, BatchPrefillWithRaggedKVCacheWrapper,
                       single_prefill_with_kv_cache, single_prefill_with_kv_cache_return_lse)
 from .quantization import packbits, segment_packbits
@@ -49,6 +50,7 @@ __all__ = [
     "MultiLevelCascadeAttentionWrapper", "BatchMLAPagedAttentionWrapper", "single_decode_with_kv_cache",
     "single_prefill_with_kv_cache", "single_prefill_with_kv_cache_return_lse", "merge_state",
     "merge_state_in_place", "merge_states", "append_paged_kv_cache", "append_paged_mla_kv_cache",
-    "get_batch_indices_positions", "get_seq_lens", "packbits", "segment_packbits", "cuda_backend_built",
+    "get_batch_indices_positions", "get_seq_lens", "shard_page_table", "packbits", "segment_packbits",
+    "cuda_backend_built",
     "cuda_device_count", "instance_preset",
 ]

@@ -94,3 +94,17 @@ def append_paged_mla_kv_cache(
         _kvinfer.append_paged_mla_kv_cache(append_ckv, append_kpe, batch_indices, positions, ckv_cache, kpe_cache,
                                            kv_indices, kv_indptr, kv_last_page_len,
                                            _utils.stream_of(append_ckv, None, "append_paged_mla_kv_cache"))
+
+
+def shard_page_table(kv_indptr: Any, kv_indices: Any, kv_last_page_len: Any, page_size: int, rank: int, world: int,
+                     policy: str = "contiguous") -> Tuple[Any, Any, Any]:
+    """Context parallelism (a kvinfer extension): rank `rank` of `world`'s shard of a
+    page table held on the host (numpy or CPU torch int32), split along the sequence:
+    policy "contiguous" gives each rank a range of every request's pages, "striped" page
+    j to rank j % world. -> (kv_indptr, kv_indices, kv_last_page_len) of the shard, int32
+    arrays of kv_indptr's kind. Each rank's attention over its shard with return_lse,
+    merged by merge_states over the ranks, equals attention over the whole cache for
+    decode and non-causal prefill without window, RoPE or ALiBi (a shard's keys count
+    their positions from 0)."""
+    return _kvinfer.shard_page_table(kv_indptr, kv_indices, kv_last_page_len, int(page_size), int(rank), int(world),
+                                     policy)

@@ -7,6 +7,9 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "bindings.hpp"
 #include "tensor_arg.hpp"
 
@@ -139,6 +142,31 @@ void get_seq_lens_py(nb::handle kv_indptr, nb::handle kv_last_page_len, std::int
   get_seq_lens(ip.view, lp.view, page_size, out.view, as_stream(stream));
 }
 
+// One rank's shard of a host page table (kvinfer::shard_page_table): its kv_indptr,
+// kv_indices and kv_last_page_len as int32 arrays of kv_indptr's kind (numpy or torch).
+nb::tuple shard_page_table_py(nb::handle kv_indptr, nb::handle kv_indices, nb::handle kv_last_page_len,
+                              std::int64_t page_size, int rank, int world, const std::string& policy) {
+  constexpr std::string_view op = "shard_page_table";
+  const PageTableArg t = page_table_arg(op, kv_indptr, kv_indices, kv_last_page_len);
+  ShardPolicy p = ShardPolicy::kContiguous;
+  if (policy == "striped") {
+    p = ShardPolicy::kStriped;
+  } else if (policy != "contiguous") {
+    throw Error(op, "policy", policy, "must be \"contiguous\" or \"striped\"");
+  }
+  PageTableShard shard;
+  {
+    nb::gil_scoped_release release;
+    shard = shard_page_table(t.table(), page_size, rank, world, p);
+  }
+  const auto array = [&](const std::vector<std::int32_t>& v) {
+    Tensor x = Tensor::empty({std::int64_t(v.size())}, DType::kI32);
+    std::copy(v.begin(), v.end(), x.data_as<std::int32_t>());
+    return to_python(std::move(x), kv_indptr);
+  };
+  return nb::make_tuple(array(shard.indptr), array(shard.indices), array(shard.last_page_len));
+}
+
 void packbits_py(nb::handle x, nb::handle out, const std::string& bitorder, std::uintptr_t stream) {
   constexpr std::string_view op = "packbits";
   const TensorArg ax = tensor_arg(op, "x", x), ao = tensor_out(op, "out", out);
@@ -194,6 +222,9 @@ void bind_ops(nb::module_& m) {
         "kvinfer::get_batch_indices_positions (int32).");
   m.def("get_seq_lens", &get_seq_lens_py, arg("kv_indptr"), arg("kv_last_page_len"), arg("page_size"),
         arg("seq_lens"), arg("stream"), "kvinfer::get_seq_lens (int32 [batch_size]).");
+  m.def("shard_page_table", &shard_page_table_py, arg("kv_indptr"), arg("kv_indices"), arg("kv_last_page_len"),
+        arg("page_size"), arg("rank"), arg("world"), arg("policy"),
+        "kvinfer::shard_page_table: rank's (kv_indptr, kv_indices, kv_last_page_len) of a host page table.");
   m.def("packbits", &packbits_py, arg("x"), arg("out"), arg("bitorder"), arg("stream"),
         "kvinfer::packbits: x bool/uint8 [n] -> out uint8 [ceil(n / 8)].");
   m.def(
