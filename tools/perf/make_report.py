@@ -66,7 +66,7 @@ class Run:
         if not os.path.isdir(data_dir):
             raise InputError(f"--data {data_dir}: not a folder")
         files = sorted(glob.glob(os.path.join(data_dir, "*.json")))
-        checks, flashinfer, host = [], [], []
+        checks, flashinfer, host, example = [], [], [], []
         for path in files:
             j = load_json(path)
             if isinstance(j, dict) and isinstance(j.get("benchmarks"), list):
@@ -75,10 +75,12 @@ class Run:
                 flashinfer.append((path, j))
             elif isinstance(j, dict) and "runs_per_step" in j and isinstance(j.get("rows"), list):
                 host.append((path, j))
+            elif isinstance(j, dict) and "kvinfer_tokens_per_s" in j:
+                example.append((path, j))
             else:
                 raise InputError(f"{path}: neither a GPU check's results.json (a 'benchmarks' list), "
-                                 "FlashInfer's peer JSON ('bench': 'peer_flashinfer') nor bench/python/bench_host.py's "
-                                 "JSON ('runs_per_step')")
+                                 "FlashInfer's peer JSON ('bench': 'peer_flashinfer'), bench/python/bench_host.py's "
+                                 "JSON ('runs_per_step') nor examples/python/llama_paged.py's ('kvinfer_tokens_per_s')")
         if len(checks) != 1:
             names = ", ".join(os.path.basename(p) for p, _ in checks) or "none"
             raise InputError(f"{data_dir}: holds {len(checks)} GPU check results ({names}); it must hold exactly one "
@@ -100,6 +102,9 @@ class Run:
         if len(host) > 1:
             raise InputError(f"{data_dir}: {len(host)} bench_host.py files; keep one")
         self.host = host[0][1] if host else None
+        if len(example) > 1:
+            raise InputError(f"{data_dir}: {len(example)} llama_paged.py files; keep one")
+        self.example = example[0][1] if example else None
         self.meta = dict(read_head_lines(data_dir))
         self.meta.update({k: v for k, v in (self.results.get("run") or {}).items() if k in ("date", "commit")})
         self.log_head = (self.results.get("run") or {}).get("log_head") or []
@@ -576,6 +581,28 @@ class Report:
                             "run: Python - C++ µs", "FlashInfer step µs", "per run µs", "ours/FlashInfer step"],
                            trows) + [""]
 
+    def end_to_end(self):
+        e = self.run.example
+        if not e:
+            self.missing.append("the end-to-end example (`examples/python/llama_paged.py`, run by "
+                                "`python/gpu-test.sh`)")
+            return []
+        reqs = e.get("requests") or []
+        out = ["## End-to-end example", "",
+               f"`examples/python/llama_paged.py`: a Llama-style `transformers` model with random weights "
+               f"({transformers_name(e)}) generating {e.get('tokens_per_request', '?')} tokens for each of "
+               f"{len(reqs)} prompts (lengths {', '.join(str(x) for x in reqs) or '?'}) through kvinfer's paged "
+               "KV cache (`append_paged_kv_cache`, the prefill and decode wrappers), teacher-forced against the "
+               "model's own attention.", ""]
+        mism = e.get("token_mismatches")
+        trows = [[f"{num(e, 'kvinfer_tokens_per_s'):.0f}" if num(e, "kvinfer_tokens_per_s") else "-",
+                  f"{num(e, 'model_attention_tokens_per_s'):.0f}" if num(e, "model_attention_tokens_per_s") else "-",
+                  f"{num(e, 'max_logit_error'):.3g}" if num(e, "max_logit_error") is not None else "-",
+                  f"{num(e, 'tolerance'):.3g}" if num(e, "tolerance") is not None else "-",
+                  str(e.get("tokens_checked", "-")), str(len(mism)) if isinstance(mism, list) else "-"]]
+        return out + table(["kvinfer tokens/s", "model's attention tokens/s", "max logit error", "tolerance",
+                            "greedy tokens checked", "differing"], trows) + [""]
+
     def ceilings(self):
         rows, out = self.opening(
             "bench_ceilings", "Ceilings",
@@ -803,6 +830,11 @@ def write_plots(plots, img_dir):
 
 
 # ---------------------------------------------------------------- main
+def transformers_name(example):
+    v = example.get("transformers")
+    return f"transformers {v}" if v else "transformers"
+
+
 def render(run, out_path, img_dir, data_rel):
     out_dir = os.path.dirname(os.path.abspath(out_path))
     img_rel = os.path.relpath(img_dir, out_dir).replace(os.sep, "/")
@@ -810,7 +842,7 @@ def render(run, out_path, img_dir, data_rel):
     rep = Report(run, img_rel)
     body = []
     for section in (rep.decode, rep.decode_fp8, rep.prefill, rep.cascade, rep.mla, rep.layer_steps, rep.append,
-                    rep.python_host, rep.cpu, rep.ceilings):
+                    rep.python_host, rep.end_to_end, rep.cpu, rep.ceilings):
         body += section()
     head = rep.header(data_rel, data_link)
     if rep.missing:

@@ -192,6 +192,28 @@ class Inputs(unittest.TestCase):
         self.assertEqual(table_row(text, "1x32k")[6:8], ["-", "-"])
         self.assertIn("prefill peer FlashInfer", text)
 
+    def test_python_host_cost_and_end_to_end_example(self):
+        self.write("results.json", self.results)
+        self.write("host.json", {"runs_per_step": 32, "steps": 200, "kv_len": 1024, "kvinfer": "0.1.0",
+                                 "flashinfer": "0.7.4", "torch": "2.11", "rows": [
+                                     {"impl": "kvinfer python", "batch": 64, "step_us": 400.0, "plan_us": 64.0,
+                                      "per_run_us": 10.5},
+                                     {"impl": "kvinfer c++", "batch": 64, "step_us": 240.0, "plan_us": 36.0,
+                                      "per_run_us": 6.375},
+                                     {"impl": "flashinfer python", "batch": 64, "step_us": 1600.0, "plan_us": 350.0,
+                                      "per_run_us": 39.0}]})
+        self.write("llama.json", {"transformers": "4.57", "requests": [5, 9], "tokens_per_request": 32,
+                                  "max_logit_error": 0.0123, "tolerance": 0.05, "tokens_checked": 60,
+                                  "token_mismatches": [], "kvinfer_tokens_per_s": 134.2,
+                                  "model_attention_tokens_per_s": 19.4})
+        rc, log, text = self.report()
+        self.assertEqual(rc, 0, log)
+        self.assertEqual(table_row(text, "64"), ["64", "400.0", "64.0", "10.5", "240.0", "6.4", "+4.1", "1600.0",
+                                                 "39.0", "0.250"])
+        self.assertIn("## End-to-end example", text)
+        self.assertEqual(table_row(text, "134"), ["134", "19", "0.0123", "0.05", "60", "0"])
+        self.assertNotIn("the end-to-end example (", text)  # not named as missing
+
     def test_bad_inputs_exit_2_with_the_reason(self):
         rc, log, _ = self.report()
         self.assertEqual(rc, 2)
