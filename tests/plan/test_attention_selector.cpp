@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "plan/attention_selector.hpp"
+#include "testing/attention_case.hpp"
 #include "testing/expect_error.hpp"
 
 namespace kvinfer::detail {
@@ -62,8 +63,6 @@ void expect_key(const KernelKey& k, KernelFamily family, int rows, const Attenti
 }
 
 const AttentionKernelCaps kH200 = default_preset(true);
-
-DType other_half_dtype_of(DType t) { return t == DType::kBF16 ? DType::kF16 : DType::kBF16; }
 
 TEST(AttentionSelector, Decode16BitAtHeadDim128PlansAsTheTileAndRunsTheKeyRowTile) {
   const AttentionProblem pr = problem(DType::kBF16, DType::kBF16, 4, 128, 1);
@@ -196,7 +195,7 @@ TEST(AttentionSelector, OutputDtypeChoosesNoKernel) {
         problem(DType::kBF16, DType::kE4M3, 4, 128, 1), problem(DType::kF16, DType::kF16, 4, 128, 64),
         problem(DType::kBF16, DType::kBF16, 4, 256, 4096)}) {
     AttentionProblem other = base;
-    other.o_dtype = other_half_dtype_of(base.q_dtype);
+    other.o_dtype = testing::other_half_dtype(base.q_dtype);
     const KernelKey a = select_attention_kernel(base, kH200).run, b = select_attention_kernel(other, kH200).run;
     EXPECT_EQ(a.family, b.family);
     EXPECT_EQ(a.instance, b.instance);

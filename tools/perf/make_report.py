@@ -590,7 +590,7 @@ class Report:
         reqs = e.get("requests") or []
         out = ["## End-to-end example", "",
                f"`examples/python/llama_paged.py`: a Llama-style `transformers` model with random weights "
-               f"({transformers_name(e)}) generating {e.get('tokens_per_request', '?')} tokens for each of "
+               f"(transformers {e.get('transformers', '?')}) generating {e.get('tokens_per_request', '?')} tokens for each of "
                f"{len(reqs)} prompts (lengths {', '.join(str(x) for x in reqs) or '?'}) through kvinfer's paged "
                "KV cache (`append_paged_kv_cache`, the prefill and decode wrappers), teacher-forced against the "
                "model's own attention.", ""]
@@ -830,11 +830,6 @@ def write_plots(plots, img_dir):
 
 
 # ---------------------------------------------------------------- main
-def transformers_name(example):
-    v = example.get("transformers")
-    return f"transformers {v}" if v else "transformers"
-
-
 def render(run, out_path, img_dir, data_rel):
     out_dir = os.path.dirname(os.path.abspath(out_path))
     img_rel = os.path.relpath(img_dir, out_dir).replace(os.sep, "/")

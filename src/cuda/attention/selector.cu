@@ -64,9 +64,10 @@ const detail::AttentionKernelCaps& kernel_caps(bool hopper) {
     }
     c.hopper = on_hopper;
     c.preset = KVINFER_INSTANCE_PRESET;
-    if (const char* env = std::getenv("KVINFER_WS_PREFILL_PAGED"); env != nullptr && (env == std::string_view("0") ||
-                                                                                       env == std::string_view("1"))) {
-      c.ws_prefill_paged = env[0] == '1';
+    if (const char* env = std::getenv("KVINFER_WS_PREFILL_PAGED"); env != nullptr) {
+      const std::string_view v(env);
+      if (v != "0" && v != "1") throw Error("attention", "KVINFER_WS_PREFILL_PAGED", std::string(v), "must be 0 or 1");
+      c.ws_prefill_paged = v == "1";
     }
     return c;
   };

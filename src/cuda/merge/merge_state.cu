@@ -84,9 +84,13 @@ __global__ void __launch_bounds__(kThreads) merge_state_kernel(const __grid_cons
   // NaN state included; otherwise a NaN LSE makes both weights, v and s NaN.
   float wa = 0.f, wb = 0.f, sum = 1.f, s = -INFINITY;  // two empty states: v = 0, s = -inf
   if (sb == -INFINITY) {
-    if (sa != -INFINITY) wa = 1.f, s = sa;
+    if (sa != -INFINITY) {
+      wa = 1.f;
+      s = sa;
+    }
   } else if (sa == -INFINITY) {
-    wb = 1.f, s = sb;
+    wb = 1.f;
+    s = sb;
   } else {
     const float m = fmax_nan(sa, sb);
     wa = exp2f(sa - m);
