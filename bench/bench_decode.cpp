@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Paged decode on the GPU: PERF.md's shapes (Hq 32 / Hk 8, d 128, page 16, bf16)
-// with equal and skewed lengths, plus group size 1, head_dim 64/256, page 1/64,
+// with equal and skewed lengths, plus group size 1, head_dim 64/256/512, page 1/64,
 // HND and fp8 KV, and the equal lengths on a contiguous cache (the peers' layout).
 // Reports KV bytes read / time against the read bandwidth measured in the same run.
 // Each shape is a test case description (tests/testing); --check runs it through the
@@ -125,6 +125,7 @@ int main(int argc, char** argv) try {
   variant("group8", [](Case& c) { c.num_qo_heads = 64; });
   variant("d64", [](Case& c) { c.head_dim_qk = c.head_dim_vo = 64; });
   variant("d256", [](Case& c) { c.head_dim_qk = c.head_dim_vo = 256; });
+  variant("d512", [](Case& c) { c.head_dim_qk = c.head_dim_vo = 512; });
   variant("page1", [](Case& c) { c.page_size = 1; });
   variant("page64", [](Case& c) { c.page_size = 64; });
   variant("HND", [](Case& c) { c.layout = KVLayout::kHND; });

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Prefill on the GPU: PERF.md's shapes (16k tokens as 16x1k, 4x4k, 1x16k; 32 heads;
-// bf16; head_dim 64/128/256; causal and not), GQA 32/8 at head_dim 128, and a skewed
+// bf16; head_dim 64/128/256; causal and not), GQA 32/8 at head_dim 128, 4x4k at head_dim 512, and a skewed
 // batch (one 8k prompt beside ever shorter ones, 16k tokens in all) through the ragged
 // wrapper and the paged wrapper at page 16 (same shapes). Reports TFLOP/s (visible query-key pairs
 // only: causal counts the triangle) against the bf16 GEMM rate of the same run. Each
@@ -66,6 +66,7 @@ int main(int argc, char** argv) try {
   for (bool causal : {false, true}) {
     shapes.push_back(prefill_shape(4, 4096, 128, causal, 8));
     shapes.push_back(skewed_shape(128, causal));
+    shapes.push_back(prefill_shape(4, 4096, 512, causal));  // the column-sliced tensor-core tile
   }
   if (args.quick) shapes.resize(2);
   std::erase_if(shapes, [&](const testing::AttentionCase& s) { return !args.selected(s.name); });

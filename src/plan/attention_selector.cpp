@@ -4,8 +4,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
+#include <string_view>
 
 #include "kvinfer/core/error.hpp"
+#include "plan/instance_presets.hpp"
 
 namespace kvinfer::detail {
 namespace {
@@ -58,6 +61,9 @@ int decode_tile_rows(std::int64_t group) {
 // CTAs share an SM in greater numbers. The general logits (ALiBi, soft cap) run only
 // on the 64-row tiles, so they stay on the CUDA cores.
 constexpr int kDecodeTileRows = 16;
+// The widest head the tensor-core tile's warps hold whole; wider ones split O's columns
+// over warps and run 64-row prefill tiles (docs/kernels.md, "Tensor-core tile").
+constexpr int kMaxSliceFreeHeadDim = 256;
 bool tensor_core_decode(const AttentionProblem& pr) {
   const std::int64_t group = pr.group_size();
   // The fp8 tile converts K in registers, where RoPE cannot rotate it.
@@ -65,9 +71,13 @@ bool tensor_core_decode(const AttentionProblem& pr) {
   // The key-row tile takes decode problems only: a few query tokens per request
   // (speculative verification) stay on this tile. At head_dim 128 this tile plans
   // and the key-row tile runs the plan (key_row_decode).
+  // Heads above 256 dims have no CUDA-core or key-row instance (a key row would need
+  // more than a warp's lanes in either); the 16-row tile, in column slices, takes
+  // their decode at every group up to 16.
+  const bool wide = pr.head_dim_vo > kMaxSliceFreeHeadDim;
   const bool key_row_tile = is_decode_problem(pr) && pr.kv_dtype == pr.q_dtype && pr.head_dim_qk != 128 &&
-                            group <= 8 && pr.pos_encoding == PosEncoding::kNone;
-  return group >= 2 && group <= kDecodeTileRows && pr.head_dim_vo <= 128 &&
+                            group <= 8 && pr.pos_encoding == PosEncoding::kNone && !wide;
+  return (group >= 2 || wide) && group <= kDecodeTileRows && (pr.head_dim_vo <= 128 || wide) &&
          pr.pos_encoding != PosEncoding::kAlibi && pr.logits_soft_cap <= 0.0f && !fp8_rope && !key_row_tile;
 }
 
@@ -77,7 +87,8 @@ int tile_rows(const AttentionProblem& pr) {
   if (tensor_core_decode(pr) && kernel_qo_len(pr) * pr.group_size() <= kDecodeTileRows) {
     return kDecodeTileRows;  // a few tokens per request (speculative verification): memory-bound like decode
   }
-  return kernel_qo_len(pr) * pr.group_size() <= 64 ? 64 : 128;
+  const bool wide = pr.head_dim_qk > kMaxSliceFreeHeadDim || pr.head_dim_vo > kMaxSliceFreeHeadDim;
+  return wide || kernel_qo_len(pr) * pr.group_size() <= 64 ? 64 : 128;
 }
 
 // Prefill on 128-row tiles takes the Hopper mainloop where an instance of it is
@@ -151,19 +162,38 @@ KernelKey decode_choice(int index, const AttentionProblem& pr, const AttentionKe
   return {KernelFamily::kCudaCoreDecode, index, rows};
 }
 
-KernelKey plan_kernel(const AttentionProblem& pr, const AttentionKernelCaps& caps) {
+// The kernel that plans the problem, or none where no compiled instance runs it.
+std::optional<KernelKey> plan_kernel(const AttentionProblem& pr, const AttentionKernelCaps& caps) {
   const int tile = find(caps, KernelFamily::kTensorCoreTile, pr);
   if (is_decode_problem(pr) && pr.backend != PrefillBackend::kHopper) {
     if (tensor_core_decode(pr) && tile >= 0) return tile_choice(tile, pr, caps);
     if (const int i = find(caps, KernelFamily::kCudaCoreDecode, pr); i >= 0) return decode_choice(i, pr, caps);
   }
   if (tile >= 0) return tile_choice(tile, pr, caps);
-  throw Error(
-      "attention", "kernel", describe(pr),
-      fmt::format("no CUDA kernel for this configuration is compiled in the '{}' instance preset; configure "
-                  "with -DKVINFER_INSTANCES=default (fp16/bf16 q; KV of the query's type or fp8; head_dim "
-                  "64/128/256, and 192/128) or full (also mixed fp16/bf16 decode)",
-                  caps.preset));
+  return std::nullopt;
+}
+
+// The smallest instance preset other than this build's whose kernels run the
+// problem, or none.
+std::optional<std::string_view> preset_with(const AttentionProblem& pr, const AttentionKernelCaps& caps) {
+  for (const InstancePreset& preset : instance_presets()) {
+    if (preset.name == caps.preset) continue;
+    AttentionKernelCaps other = caps;
+    other.instances = preset.instances;
+    if (plan_kernel(pr, other)) return preset.name;
+  }
+  return std::nullopt;
+}
+
+[[noreturn]] void throw_no_instance(const AttentionProblem& pr, const AttentionKernelCaps& caps) {
+  const std::optional<std::string_view> other = preset_with(pr, caps);
+  throw Error("attention", "kernel", describe(pr),
+              other ? fmt::format("no CUDA kernel for this configuration is compiled in the '{}' instance "
+                                  "preset; the '{}' preset has one (configure with -DKVINFER_INSTANCES={})",
+                                  caps.preset, *other, *other)
+                    : fmt::format("no CUDA kernel for this configuration in any instance preset (this build: "
+                                  "'{}'); the CPU backend runs it",
+                                  caps.preset));
 }
 
 }  // namespace
@@ -174,8 +204,10 @@ bool general_logits(const AttentionProblem& pr) {
 }
 
 AttentionSelection select_attention_kernel(const AttentionProblem& pr, const AttentionKernelCaps& caps) {
+  const std::optional<KernelKey> key = plan_kernel(pr, caps);
+  if (!key) throw_no_instance(pr, caps);
   AttentionSelection s;
-  s.plan = s.run = plan_kernel(pr, caps);
+  s.plan = s.run = *key;
   if (key_row_decode(pr)) {
     if (const int i = find(caps, KernelFamily::kKeyRowTile, pr); i >= 0) {
       s.run = {KernelFamily::kKeyRowTile, i, decode_tile_rows(pr.group_size())};

@@ -2,7 +2,7 @@
 // CUDA decode against the float64 oracle (and bitwise batch invariance with a
 // fixed split size), over the decode cases of the attention case list plus a
 // decode grid: GQA groups 1-8 and 16, head dims 64/128/256, fp8 KV, layouts,
-// strides, window, soft cap, RoPE, ALiBi, split-KV.
+// strides, window, soft cap, RoPE, ALiBi, split-KV; and a head_dim 512 grid.
 #include <gtest/gtest.h>
 
 #include "gpu_test_util.hpp"
@@ -42,6 +42,38 @@ std::vector<AttentionCase> decode_cases() {
       vary_options(c, n);
       if (n % 4 == 1) c.split.fixed_split_size = 256;
       c.seed = 500 + n;
+      cases.push_back(c);
+      ++n;
+    }
+  }
+  // head_dim 512 (the tensor-core tile in column slices: its 16-row tile up to group
+  // 16, its 64-row tile above and for the general logits): groups 1-32, every KV
+  // dtype, o != q, pages, layouts, split and whole, RoPE, ALiBi, soft cap, window.
+  n = 0;
+  for (int group : {1, 2, 4, 8, 16, 32}) {
+    for (int v = 0; v < 2; ++v) {
+      AttentionCase c;
+      c.wrapper = Wrapper::kDecode;
+      c.num_kv_heads = group >= 16 ? 1 : 2 + v;
+      c.num_qo_heads = c.num_kv_heads * group;
+      c.head_dim_qk = c.head_dim_vo = 512;
+      const int batch = 1 + (n * 3) % 5;
+      for (int b = 0; b < batch; ++b) {
+        c.qo_lens.push_back(1);
+        c.kv_lens.push_back(b == 1 ? 0 : (n * 211 + b * 977) % 2500 + (b % 3 == 0 ? 1 : 17));
+      }
+      c.page_size = std::array{16, 5, 1, 64}[n % 4];
+      c.layout = n % 2 ? KVLayout::kHND : KVLayout::kNHD;
+      c.combined_cache = n % 3 != 0;
+      c.strided = n % 5 == 0;
+      c.kv_dtype = kv_types[n % 4];
+      c.q_dtype = c.o_dtype = (c.kv_dtype == DType::kF16 || n % 3 == 1) ? DType::kF16 : DType::kBF16;
+      if (c.kv_dtype == DType::kF16 || c.kv_dtype == DType::kBF16) c.q_dtype = c.o_dtype = c.kv_dtype;
+      if (n % 4 == 3) c.o_dtype = other_half_dtype(c.q_dtype);
+      vary_options(c, n);
+      if (n % 3 == 2) c.split.fixed_split_size = 256;
+      c.with_lse = n % 2 == 0;
+      c.seed = 1500 + n;
       cases.push_back(c);
       ++n;
     }

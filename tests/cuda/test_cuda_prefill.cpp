@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // CUDA prefill (the tensor-core kernels) against the float64 oracle over the
 // prefill cases of the attention case list plus a prefill grid: GQA groups 1-8 and
-// 16, head dims 64/128/256 and 192/128, fp8 KV, every mask, page sizes 1/5/16,
+// 16, head dims 64/128/256/512 and 192/128, fp8 KV, every mask, page sizes 1/5/16,
 // layouts, strides, window, soft cap, RoPE, ALiBi, split-KV, long requests
 // (qo_len 577, kv_len 16k); the Hopper mainloop and the portable 128-row tiles
 // side by side; custom mask == causal bitwise; determinism.
@@ -51,6 +51,39 @@ std::vector<AttentionCase> prefill_cases() {
       c.packed_mask = n % 2 == 0;
       if (n % 4 == 1) c.split.fixed_split_size = 128;
       c.seed = 700 + n;
+      cases.push_back(c);
+      ++n;
+    }
+  }
+  // head_dim 512 (the tensor-core tile's 64-row tiles in column slices; 32-key tiles):
+  // groups 1-8, every KV dtype, o != q, every mask, pages, layouts, split and whole.
+  n = 0;
+  for (int group : {1, 2, 4, 8}) {
+    for (int v = 0; v < 3; ++v) {
+      AttentionCase c;
+      c.wrapper = n % 2 ? Wrapper::kPagedPrefill : Wrapper::kRaggedPrefill;
+      c.num_kv_heads = 1 + v % 2;
+      c.num_qo_heads = c.num_kv_heads * group;
+      c.head_dim_qk = c.head_dim_vo = 512;
+      const int batch = 1 + n % 3;
+      for (int b = 0; b < batch; ++b) {
+        const int kv = b == 1 ? 0 : (n * 131 + b * 577) % 500 + (b % 3 == 0 ? 1 : 40);
+        c.kv_lens.push_back(kv);
+        c.qo_lens.push_back(n % 3 == 0 ? std::max(0, kv - b) : 1 + (n * 37 + b * 11) % 100);
+      }
+      c.page_size = std::array{16, 1, 5}[n % 3];
+      c.layout = (n / 2) % 2 ? KVLayout::kHND : KVLayout::kNHD;
+      c.combined_cache = n % 3 != 1;
+      c.strided = n % 5 == 0;
+      c.kv_dtype = kv_types[n % 4];
+      c.q_dtype = c.o_dtype = (c.kv_dtype == DType::kF16 || (is_fp8(c.kv_dtype) && n % 3 == 1)) ? DType::kF16 : DType::kBF16;
+      if (n % 4 == 1) c.o_dtype = other_half_dtype(c.q_dtype);
+      vary_options(c, n);
+      c.options.mask_mode = std::array{MaskMode::kCausal, MaskMode::kNone, MaskMode::kCustom}[n % 3];
+      c.packed_mask = n % 2 == 0;
+      if (n % 4 == 2) c.split.fixed_split_size = 128;
+      c.with_lse = n % 2 == 1;
+      c.seed = 1700 + n;
       cases.push_back(c);
       ++n;
     }

@@ -34,6 +34,7 @@ AttentionKernelCaps default_preset(bool hopper) {
       }
     }
     add(KernelFamily::kTensorCoreTile, q, q, 192, 128);
+    for (DType kv : {q, DType::kE4M3, DType::kE5M2}) add(KernelFamily::kTensorCoreTile, q, kv, 512, 512);
   }
   return c;
 }
@@ -110,6 +111,40 @@ TEST(AttentionSelector, GroupOneAndGeneralLogitsDecodeOnTheCudaCores) {
   AttentionProblem cap = problem(DType::kBF16, DType::kBF16, 8, 128, 1);
   cap.logits_soft_cap = 30.0f;
   expect_key(select_attention_kernel(cap, kH200).run, KernelFamily::kCudaCoreDecode, 8, kH200, cap);
+}
+
+// head_dim 512 has only the tensor-core tile (in column slices): decode of every group
+// up to 16 and every KV dtype on its 16-row tile, RoPE included; larger groups, the
+// general logits and prefill on 64-row tiles, never the 128-row tile.
+TEST(AttentionSelector, HeadDim512TakesTheTensorCoreTile) {
+  for (DType kv : {DType::kBF16, DType::kE4M3}) {
+    for (const std::int64_t group : {1, 2, 8, 16}) {
+      AttentionProblem pr = problem(DType::kBF16, kv, group, 512, 1);
+      expect_key(select_attention_kernel(pr, kH200).run, KernelFamily::kTensorCoreTile, 16, kH200, pr);
+      pr.pos_encoding = PosEncoding::kRopeLlama;
+      expect_key(select_attention_kernel(pr, kH200).run, KernelFamily::kTensorCoreTile, kv == DType::kBF16 ? 16 : 64,
+                 kH200, pr);
+    }
+  }
+  AttentionProblem wide_group = problem(DType::kF16, DType::kF16, 32, 512, 1);
+  expect_key(select_attention_kernel(wide_group, kH200).run, KernelFamily::kTensorCoreTile, 64, kH200, wide_group);
+  AttentionProblem cap = problem(DType::kF16, DType::kF16, 4, 512, 1);
+  cap.logits_soft_cap = 30.0f;
+  const KernelKey general = select_attention_kernel(cap, kH200).run;
+  expect_key(general, KernelFamily::kTensorCoreTile, 64, kH200, cap);
+  EXPECT_EQ(general.variant, KernelVariant::kGeneralLogits);
+  for (const std::int32_t qo : {7, 4096}) {
+    AttentionProblem pr = problem(DType::kBF16, DType::kBF16, 4, 512, qo);
+    pr.storage = qo == 7 ? KVStorage::kPaged : KVStorage::kRagged;
+    pr.page_size = 16;
+    expect_key(select_attention_kernel(pr, kH200).run, KernelFamily::kTensorCoreTile, 64, kH200, pr);
+    pr.length_free_kernel = true;
+    expect_key(select_attention_kernel(pr, kH200).run, KernelFamily::kTensorCoreTile, 64, kH200, pr);
+  }
+  // fa3 has no head_dim 512.
+  AttentionProblem fa3 = problem(DType::kBF16, DType::kBF16, 1, 512, 4096);
+  fa3.backend = PrefillBackend::kHopper;
+  expect_error([&] { (void)select_attention_kernel(fa3, kH200); }, "options.backend", "64/128/256");
 }
 
 TEST(AttentionSelector, PrefillTilesByLengthAndDevice) {
@@ -219,10 +254,18 @@ TEST(AttentionSelector, WhatNoInstanceRunsNamesTheArgumentOrThePreset) {
                          KernelFamily::kWgmmaPrefill}) {
     minimal.instances.push_back({f, DType::kBF16, DType::kBF16, 128, 128});
   }
+  // The error names the smallest preset with a kernel for the configuration (the
+  // presets' lists are cmake/KvinferInstances.cmake's), or says that none has one.
   const AttentionProblem d512 = problem(DType::kBF16, DType::kBF16, 4, 512, 1);
-  expect_error([&] { select_attention_kernel(d512, minimal); }, "kernel", "'minimal' instance preset");
+  expect_error([&] { select_attention_kernel(d512, minimal); }, "kernel",
+               "'minimal' instance preset; the 'default' preset has one");
   const AttentionProblem f16 = problem(DType::kF16, DType::kF16, 4, 128, 1);
   expect_error([&] { select_attention_kernel(f16, minimal); }, "kernel", "-DKVINFER_INSTANCES=default");
+  const AttentionProblem mixed = problem(DType::kF16, DType::kBF16, 1, 128, 1);
+  expect_error([&] { select_attention_kernel(mixed, kH200); }, "kernel",
+               "'default' instance preset; the 'full' preset has one");
+  const AttentionProblem d96 = problem(DType::kBF16, DType::kBF16, 4, 96, 1);
+  expect_error([&] { select_attention_kernel(d96, minimal); }, "kernel", "in any instance preset (this build: 'minimal')");
   expect_key(select_attention_kernel(problem(DType::kBF16, DType::kBF16, 4, 128, 1), minimal).run,
              KernelFamily::kKeyRowTile, 4, minimal, problem(DType::kBF16, DType::kBF16, 4, 128, 1));
 }

@@ -3,9 +3,11 @@
 // rows and variant name.
 //   128 rows  the wide tile: 4 warps of 32 rows where the accumulators fit
 //             (head_dim_vo <= 128), else 8 warps of 16 rows; it halves the K/V
-//             traffic per query row
-//    64 rows  the narrow tile (4 warps of 16): short requests, and the general logits
-//             (KernelVariant::kGeneralLogits: custom mask, ALiBi, soft cap)
+//             traffic per query row. None above head_dim 256.
+//    64 rows  the narrow tile (4 warps of 16): short requests, the general logits
+//             (KernelVariant::kGeneralLogits: custom mask, ALiBi, soft cap), and
+//             every prefill above head_dim 256 (its warps split into column slices:
+//             PrefillShape)
 //    16 rows  the decode tile (one warp, 16-key tiles): a GQA group's rows of one
 //             token; many small CTAs per SM keep enough KV in flight for a
 //             memory-bound problem. At 16-bit KV and head_dim_vo <= 128 it also has
@@ -18,6 +20,7 @@
 #include "cuda/attention/family.hpp"
 #include "cuda/attention/tensor_core_tile/kernel.cuh"
 #include "cuda/attention/tile/kernel_launch.cuh"
+#include "kvinfer/core/error.hpp"
 
 namespace kvinfer::cuda::tensor_core_tile {
 
@@ -25,6 +28,11 @@ namespace kvinfer::cuda::tensor_core_tile {
 // (16-bit KV) and its accumulators the registers of 8 warps per SM (head_dim_vo <= 128).
 template <class TKV, int DVO>
 inline constexpr bool kItemWarpTile = sizeof(TKV) == 2 && DVO <= 128;
+
+// The 128-row tile: heads above 256 dims would need 256 KiB of shared memory for it
+// (Q and two stages of 32 keys), so they take 64-row tiles (selector rule 5).
+template <int DQK, int DVO>
+inline constexpr bool kWideTile = DQK <= 256 && DVO <= 256;
 
 template <class TQ, class TKV, int DQK, int DVO, class F>
 void with_kernel(const detail::KernelKey& key, bool item_warps, F&& f) {
@@ -36,10 +44,14 @@ void with_kernel(const detail::KernelKey& key, bool item_warps, F&& f) {
     }
     f(PrefillKernel<TQ, TKV, DQK, DVO, 1, 1, false>{});
   } else if (key.launch_rows == 128) {
-    if constexpr (DVO <= 128) {
-      return f(PrefillKernel<TQ, TKV, DQK, DVO, 4, 2, false>{});
+    if constexpr (!kWideTile<DQK, DVO>) {
+      throw Error("attention", "kernel", "the tensor-core tile of 128 rows",
+                  "has no instance above head_dim 256 (the selector plans 64 rows there)");
+    } else if constexpr (DVO <= 128) {
+      f(PrefillKernel<TQ, TKV, DQK, DVO, 4, 2, false>{});
+    } else {
+      f(PrefillKernel<TQ, TKV, DQK, DVO, 8, 1, false>{});
     }
-    f(PrefillKernel<TQ, TKV, DQK, DVO, 8, 1, false>{});
   } else {
     f(PrefillKernel<TQ, TKV, DQK, DVO, 4, 1, false>{});
   }

@@ -40,10 +40,20 @@
 
 namespace kvinfer::cuda {
 
-// A CTA of kWarps warps, each owning 16 * kMmaM query rows of the tile.
+// A CTA of kWarps row warps, each owning 16 * kMmaM query rows of the tile. An
+// accumulator of more than 256 columns per row (128 registers per lane) leaves no
+// registers for the rest, so wider heads (head_dim_vo 512) split O's columns into
+// kVoSlices slices of 256: a row warp is then kVoSlices warps, each computing the
+// same S = Q K^T (the same instructions on the same operands, so the same softmax
+// state bit for bit) and O += P V for its slice of V's columns. S costs those warps
+// kVoSlices times its FLOPs, which an exchange of partial scores through shared
+// memory would save at a barrier per tile.
+template <int DVO>
+inline constexpr int kVoSlicesOf = DVO > 256 ? DVO / 256 : 1;
 template <int DQK, int DVO, int kWarps, int kMmaM>
 struct PrefillShape {
-  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kVoSlices = kVoSlicesOf<DVO>;
+  static constexpr int kThreads = kWarps * kVoSlices * 32;
   static constexpr int kRowsPerWarp = 16 * kMmaM;
   static constexpr int kTileRows = kWarps * kRowsPerWarp;
   // Keys per tile. The one-warp (decode) tile is memory-bound: 16-key tiles (20 KiB
@@ -52,11 +62,15 @@ struct PrefillShape {
   // 0.81 -> 0.96, fp8 KV 1.4x faster; docs/kernels.md, "Tensor-core tile"). Registers cap it at 8:
   // one-warp CTAs spread over the SM's four sub-partitions, whose 16K registers each
   // hold two such warps.
-  static constexpr int kKeys = kWarps == 1 ? 16 : 64;
+  // Heads of more than 256 dims take 32-key tiles: two stages of 64 keys of K and V at
+  // head_dim 512 would be 256 KiB.
+  static constexpr int kKeys = kWarps == 1 ? 16 : DQK + DVO > 512 ? 32 : 64;
   static constexpr int kQkSteps = DQK / 16;    // k-steps of S = Q K^T
   static constexpr int kKeyFrags = kKeys / 8;  // n8 fragments of S
-  static constexpr int kVoFrags = DVO / 8;     // n8 fragments of O
+  static constexpr int kSliceCols = DVO / kVoSlices;
+  static constexpr int kVoFrags = kSliceCols / 8;  // n8 fragments of a warp's O
   static_assert(DQK % 64 == 0 && DVO % 64 == 0, "head dims are multiples of 64 (whole swizzle groups)");
+  static_assert(kSliceCols % 64 == 0, "a slice starts on a swizzle group");
 };
 
 // Byte offsets of the shared-memory regions. 16-bit KV is double-buffered in the
@@ -84,11 +98,18 @@ struct PrefillSmem {
 // CTAs (the decode tile: two warps per SM sub-partition, whichever count up to 255 it
 // takes), or one CTA of 8 item warps of that tile (item_warps.cuh); narrow tiles (4
 // warps of 16 rows) of head_dim <= 128 fit 3.
-template <int kWarps, bool kItemWarps>
-inline constexpr int kPrefillMaxThreads = (kItemWarps ? kMaxItemWarps : kWarps) * 32;
+// Column-sliced tiles (head_dim_vo > 256) ask for 2 CTAs of the one-row-warp tile
+// (its shared memory holds 2) and one of the others.
+template <int DVO, int kWarps, bool kItemWarps>
+inline constexpr int kPrefillMaxThreads =
+    (kItemWarps ? kMaxItemWarps : kWarps * kVoSlicesOf<DVO>) * 32;
 template <int DVO, int kWarps, int kMmaM, bool kItemWarps>
 inline constexpr int kPrefillMinBlocks =
-    kItemWarps ? 1 : kWarps == 1 ? 8 : kWarps == 8 ? 1 : (kMmaM == 2 || DVO > 128 ? 2 : 3);
+    kItemWarps ? 1
+    : DVO > 256 ? (kWarps == 1 ? 2 : 1)
+    : kWarps == 1 ? 8
+    : kWarps == 8 ? 1
+                  : (kMmaM == 2 || DVO > 128 ? 2 : 3);
 
 // The CTA's work item. The one-warp (decode) tile takes the items in the plan's order
 // and learns from its own entry whether it has one (unused_item): one dependent load
@@ -167,15 +188,18 @@ __device__ __forceinline__ void prepare_stage(unsigned char* smem, bool rope, in
 
 // The epilogue of an item: item warps merge their states in the CTA (item_warps.cuh);
 // a split chunk, or unequal head dims, write O and LSE directly (the partial state);
-// a whole item stages its O in its warps' rows of the Q tile (store_output_warp_staged).
+// a whole item stages its O in its warps' rows of the Q tile (store_output_warp_staged;
+// column slices share their row warp's rows, so the CTA stages and writes them
+// together). A slice writes its columns of O; the first slice writes the LSE.
 template <int DQK, int DVO, class TKV, int kWarps, int kMmaM, bool kItemWarps, int kVoFrags>
 __device__ __forceinline__ void finish_item(const AttentionKernelParams& p, const detail::WorkItem& item,
                                             const detail::RequestInfo& r, const float (&o)[kMmaM][kVoFrags][4],
                                             const float (&row_max)[kMmaM][2], const float (&row_sum)[kMmaM][2],
                                             float sc, int rows, int num_tiles, unsigned char* smem_cta,
-                                            unsigned char* smem, int warp, int lane) {
+                                            unsigned char* smem, int warp, int slice, int lane) {
   using S = PrefillShape<DQK, DVO, kWarps, kMmaM>;
   using L = PrefillSmem<TKV, DQK, DVO, kWarps, kMmaM>;
+  const OutputSlice out_slice{slice * S::kSliceCols, slice == 0};
   if constexpr (kItemWarps) {
     static_assert(L::bytes - L::k >= kWarpStateBytes<DVO>, "a warp's state fits in its K/V stages");
     ptx::cp_async_wait_all();  // no copy still lands in the stages the state reuses
@@ -185,7 +209,15 @@ __device__ __forceinline__ void finish_item(const AttentionKernelParams& p, cons
         p, item, r, rows, [&](int w) { return smem_cta + w * L::kTileBytes + L::k; },
         [&](int i) { return packed_row(p, item, p.heads.group_size, i); });
   } else if (r.num_chunks > 1 || DQK != DVO) {
-    store_output<DVO, S::kRowsPerWarp>(p, item, r, o, row_max, row_sum, sc, rows, warp, lane);
+    store_output<DVO, S::kRowsPerWarp>(p, item, r, o, row_max, row_sum, sc, rows, warp, lane, out_slice);
+  } else if constexpr (S::kVoSlices > 1) {
+    // Every slice's last S = Q K^T has read the Q rows before any stages O there.
+    if (num_tiles == 0) ptx::cp_async_wait_all();
+    __syncthreads();
+    stage_output_rows<DVO, S::kRowsPerWarp>(p, item, r, o, row_max, row_sum, sc, rows,
+                                             smem + L::q + warp * S::kRowsPerWarp * DQK * 2, warp, lane, out_slice);
+    __syncthreads();
+    write_staged_rows<DVO, S::kThreads, S::kTileRows>(p, item, r, smem + L::q, 0, rows, int(threadIdx.x));
   } else {
     // An item without keys never waited for its Q tile, whose rows (copied by any
     // thread) the epilogue reuses: the copies land and the barrier orders them first.
@@ -203,7 +235,7 @@ __device__ __forceinline__ void finish_item(const AttentionKernelParams& p, cons
 // one-warp tile's instance whose CTA runs one item on blockDim.x / 32 warps
 // (item_warps.cuh); the plain instance is the code it was before item warps.
 template <class TQ, class TKV, int DQK, int DVO, int kWarps, int kMmaM, bool kGeneral, bool kItemWarps>
-__global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
+__global__ void __launch_bounds__(kPrefillMaxThreads<DVO, kWarps, kItemWarps>,
                                   kPrefillMinBlocks<DVO, kWarps, kMmaM, kItemWarps>)
     prefill_kernel(const __grid_constant__ AttentionKernelParams p) {
   static_assert(!kItemWarps || (kWarps == 1 && kMmaM == 1 && !kGeneral), "item warps: the one-warp tile");
@@ -230,7 +262,9 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
   }
   // Warps of a larger tile split its rows; the one-warp tile's CTA holds item_warps
   // warps (item_warps.cuh), each a tile of its own over its share of the keys.
-  const int lane = int(threadIdx.x) % 32, warp = kItemWarps ? 0 : int(threadIdx.x) / 32;
+  // A row warp's column slices are consecutive warps (PrefillShape).
+  const int lane = int(threadIdx.x) % 32, warp_index = kItemWarps ? 0 : int(threadIdx.x) / 32;
+  const int warp = warp_index / S::kVoSlices, slice = warp_index % S::kVoSlices;
   unsigned char* smem = kItemWarps ? smem_cta + int(threadIdx.x) / 32 * L::kTileBytes : smem_cta;
   const int rows = item.row_end - item.row_begin;
   ItemKeys keys =
@@ -270,7 +304,7 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
   // ldmatrix lanes (warp_mma.cuh): Q and K for S = Q K^T, V for O += P V.
   const SwizzledLane<DQK> q_lane(sq, warp * kRowsPerWarp + lane % 16, lane / 16);
   const SwizzledLane<DQK> k_lane(smem + L::k, lane % 8 + (lane / 16) * 8, (lane / 8) % 2);
-  const SwizzledLane<DVO> v_lane(smem + L::v, lane % 8 + ((lane / 8) % 2) * 8, lane / 16);
+  const SwizzledLane<DVO> v_lane(smem + L::v, lane % 8 + ((lane / 8) % 2) * 8, lane / 16, slice * S::kSliceCols / 8);
   float o[kMmaM][S::kVoFrags][4], row_max[kMmaM][2], row_sum[kMmaM][2];
   zero_softmax_state(o, row_max, row_sum);
 
@@ -295,11 +329,11 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<kWarps, kItemWarps>,
     if (keys.needs_mask(key0, kKeys)) mask_scores<kGeneral>(s, keys.mask, trows.tok, key0, key_end, lane);
     float rescale[kMmaM][2];
     if (online_softmax(s, row_max, row_sum, rescale, logits.sc)) rescale_rows(o, rescale);
-    warp_pv<T, kMmaM, kKeys, DVO>(o, s, v_lane, v_off);
+    warp_pv<T, kMmaM, kKeys, DVO, S::kVoFrags>(o, s, v_lane, v_off);
     tile_sync<kItemWarps>();  // every warp is done with this stage before it is refilled
   }
   finish_item<DQK, DVO, TKV, kWarps, kMmaM, kItemWarps>(p, item, r, o, row_max, row_sum, logits.sc, rows,
-                                                            num_tiles, smem_cta, smem, warp, lane);
+                                                            num_tiles, smem_cta, smem, warp, slice, lane);
 }
 
 template <class TQ, class TKV, int DQK, int DVO, int kWarps, int kMmaM, bool kGeneral,

@@ -46,14 +46,24 @@ __device__ __forceinline__ void write_staged_rows(const AttentionKernelParams& p
   }
 }
 
+// The columns of O a warp's accumulators hold: from col0 on (all of head_dim_vo, or a
+// column slice of a wide head), and whether it writes the rows' LSE
+// (one of the slices that hold the same softmax state).
+struct OutputSlice {
+  int col0 = 0;
+  bool lse = true;
+};
+
 // Epilogue: normalises and writes this thread's rows of O (or the partial state of
 // a split chunk) and LSE. Warp w owns tile rows [w * kRowsPerWarp, +kRowsPerWarp).
 template <int DVO, int kRowsPerWarp, int kMmaM, int kVoFrags>
 __device__ __forceinline__ void store_output(const AttentionKernelParams& p, const detail::WorkItem& item,
                                              const detail::RequestInfo& r, const float (&o)[kMmaM][kVoFrags][4],
                                              const float (&row_max)[kMmaM][2], const float (&row_sum)[kMmaM][2],
-                                             float sc, int rows, int warp, int lane) {
+                                             float sc, int rows, int warp, int lane,
+                                             OutputSlice slice = {}) {
   const bool split = r.num_chunks > 1;
+  const int col = slice.col0 + 2 * (lane % 4);
 #pragma unroll
   for (int m = 0; m < kMmaM; ++m) {
 #pragma unroll
@@ -66,41 +76,38 @@ __device__ __forceinline__ void store_output(const AttentionKernelParams& p, con
       const float lse = sum != 0.0f ? row_max[m][h] * sc + __log2f(sum) : -INFINITY;
       if (split) {
         const std::int64_t prow = r.partial_begin + std::int64_t(item.chunk) * r.qo_len + tk;
-        float* po = p.schedule.partial_o + (prow * p.heads.num_qo_heads + head) * DVO + 2 * (lane % 4);
+        float* po = p.schedule.partial_o + (prow * p.heads.num_qo_heads + head) * DVO + col;
 #pragma unroll
         for (int c = 0; c < kVoFrags; ++c) {
           *reinterpret_cast<float2*>(po + 8 * c) = make_float2(o[m][c][2 * h] * norm, o[m][c][2 * h + 1] * norm);
         }
-        if (lane % 4 == 0) p.schedule.partial_lse[prow * p.heads.num_qo_heads + head] = lse;
+        if (lane % 4 == 0 && slice.lse) p.schedule.partial_lse[prow * p.heads.num_qo_heads + head] = lse;
       } else {
         const std::int64_t orow = r.qo_begin + tk;
-        std::uint16_t* out = output_row(p.out, orow, head) + 2 * (lane % 4);
+        std::uint16_t* out = output_row(p.out, orow, head) + col;
 #pragma unroll
         for (int c = 0; c < kVoFrags; ++c) {
           *reinterpret_cast<std::uint32_t*>(out + 8 * c) =
               pack_output2(p.out, o[m][c][2 * h] * norm, o[m][c][2 * h + 1] * norm);
         }
-        if (lane % 4 == 0 && p.out.lse)
+        if (lane % 4 == 0 && slice.lse && p.out.lse)
           p.out.lse[orow * p.out.lse_stride_n + head * p.out.lse_stride_h] = lse;
       }
     }
   }
 }
 
-// Epilogue of a whole (unsplit) item through shared memory: each warp normalises
-// its rows of O, stages them in 16-bit in its own rows of the Q tile (free once its
-// last S = Q K^T is done; rows of D 16-bit elements, 16-byte chunks swizzled by row)
-// and writes them back as whole 16-byte chunks, a row's head slice by consecutive
-// lanes (the accumulator layout writes 4 bytes per lane, 8 rows per store). LSE as
-// in store_output. `stage` is the warp's first row of the Q tile.
+// Normalises a warp's rows of O and stages them in 16-bit in `stage` (rows of D
+// 16-bit elements, 16-byte chunks swizzled by row; the slice's columns), writing
+// their LSE as store_output does.
 template <int D, int kRowsPerWarp, int kMmaM, int kVoFrags>
-__device__ __forceinline__ void store_output_warp_staged(const AttentionKernelParams& p, const detail::WorkItem& item,
-                                                         const detail::RequestInfo& r,
-                                                         const float (&o)[kMmaM][kVoFrags][4],
-                                                         const float (&row_max)[kMmaM][2],
-                                                         const float (&row_sum)[kMmaM][2], float sc, int rows,
-                                                         unsigned char* stage, int warp, int lane) {
-  static_assert(kVoFrags == D / 8 && kRowsPerWarp == 16 * kMmaM);
+__device__ __forceinline__ void stage_output_rows(const AttentionKernelParams& p, const detail::WorkItem& item,
+                                                  const detail::RequestInfo& r, const float (&o)[kMmaM][kVoFrags][4],
+                                                  const float (&row_max)[kMmaM][2], const float (&row_sum)[kMmaM][2],
+                                                  float sc, int rows, unsigned char* stage, int warp, int lane,
+                                                  OutputSlice slice = {}) {
+  static_assert(kRowsPerWarp == 16 * kMmaM);
+  const int chunk0 = slice.col0 / 8;
 #pragma unroll
   for (int m = 0; m < kMmaM; ++m) {
 #pragma unroll
@@ -111,12 +118,28 @@ __device__ __forceinline__ void store_output_warp_staged(const AttentionKernelPa
       const float norm = sum != 0.0f ? p.kv.v_scale / sum : 0.0f;
 #pragma unroll
       for (int c = 0; c < kVoFrags; ++c) {
-        *reinterpret_cast<std::uint32_t*>(stage + swizzled_chunk<D>(row, c) * 16 + 4 * (lane % 4)) =
+        *reinterpret_cast<std::uint32_t*>(stage + swizzled_chunk<D>(row, chunk0 + c) * 16 + 4 * (lane % 4)) =
             pack_output2(p.out, o[m][c][2 * h] * norm, o[m][c][2 * h + 1] * norm);
       }
-      if (lane % 4 == 0 && p.out.lse && i < rows) store_row_lse(p, item, r, i, row_max[m][h], sc, sum);
+      if (lane % 4 == 0 && slice.lse && p.out.lse && i < rows) store_row_lse(p, item, r, i, row_max[m][h], sc, sum);
     }
   }
+}
+
+// Epilogue of a whole (unsplit) item through shared memory: each warp normalises
+// its rows of O, stages them in its own rows of the Q tile (free once its last
+// S = Q K^T is done) and writes them back as whole 16-byte chunks, a row's head slice
+// by consecutive lanes (the accumulator layout writes 4 bytes per lane, 8 rows per
+// store). `stage` is the warp's first row of the Q tile.
+template <int D, int kRowsPerWarp, int kMmaM, int kVoFrags>
+__device__ __forceinline__ void store_output_warp_staged(const AttentionKernelParams& p, const detail::WorkItem& item,
+                                                         const detail::RequestInfo& r,
+                                                         const float (&o)[kMmaM][kVoFrags][4],
+                                                         const float (&row_max)[kMmaM][2],
+                                                         const float (&row_sum)[kMmaM][2], float sc, int rows,
+                                                         unsigned char* stage, int warp, int lane) {
+  static_assert(kVoFrags == D / 8);
+  stage_output_rows<D, kRowsPerWarp>(p, item, r, o, row_max, row_sum, sc, rows, stage, warp, lane);
   __syncwarp();
   write_staged_rows<D, 32, kRowsPerWarp>(p, item, r, stage, warp * kRowsPerWarp, rows, lane);
 }

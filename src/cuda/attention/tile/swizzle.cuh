@@ -40,12 +40,13 @@ struct SwizzledPanels {
 // a multiple of 128 bytes, bits 4-6 of the lane's address hold its swizzle
 // (row & 7) ^ b, so chunk c + b sits at (base ^ 16 (c & 7)) + 16 (c & ~7) + R row
 // bytes: one XOR per distinct c & 7, and the rest folds into ldmatrix's immediate.
+// chunk0, a multiple of 8, is the first chunk the lane addresses (a column slice's).
 template <int D>
 struct SwizzledLane {
   unsigned base;  // shared address of the lane's row, bits 4-6 = its swizzle
-  __device__ __forceinline__ SwizzledLane(const unsigned char* tile, int lane_row, int b)
+  __device__ __forceinline__ SwizzledLane(const unsigned char* tile, int lane_row, int b, int chunk0 = 0)
       : base(static_cast<unsigned>(__cvta_generic_to_shared(tile)) + unsigned(lane_row * D * 2) +
-             unsigned(16 * ((lane_row & 7) ^ b))) {}
+             unsigned(16 * chunk0) + unsigned(16 * ((lane_row & 7) ^ b))) {}
   __device__ __forceinline__ unsigned at(int rows, int c, unsigned offset = 0) const {
     return ((base + offset) ^ unsigned(16 * (c & 7))) + unsigned(16 * (c & ~7) + rows * D * 2);
   }

@@ -43,9 +43,10 @@ __device__ __forceinline__ void warp_qk(float (&s)[kMmaM][kKeys / 8][4], const S
 
 // O += P V, P (the softmax's probabilities in the S accumulators) as A fragments, V
 // as the transposed B operand (keys lane % 8 + 8 ((lane / 8) % 2), d-chunk + lane / 16),
-// the V tile v_off bytes into the stages.
-template <class T, int kMmaM, int kKeys, int DVO>
-__device__ __forceinline__ void warp_pv(float (&o)[kMmaM][DVO / 8][4], const float (&s)[kMmaM][kKeys / 8][4],
+// the V tile v_off bytes into the stages; kVoFrags columns of 8 from v_lane's first
+// chunk (all of V's, or a column slice's).
+template <class T, int kMmaM, int kKeys, int DVO, int kVoFrags = DVO / 8>
+__device__ __forceinline__ void warp_pv(float (&o)[kMmaM][kVoFrags][4], const float (&s)[kMmaM][kKeys / 8][4],
                                         const SwizzledLane<DVO>& v_lane, unsigned v_off) {
 #pragma unroll
   for (int j = 0; j < kKeys / 16; ++j) {
@@ -53,7 +54,7 @@ __device__ __forceinline__ void warp_pv(float (&o)[kMmaM][DVO / 8][4], const flo
 #pragma unroll
     for (int m = 0; m < kMmaM; ++m) p_fragment<T>(s[m], j, pa[m]);
 #pragma unroll
-    for (int c = 0; c < DVO / 8; c += 2) {
+    for (int c = 0; c < kVoFrags; c += 2) {
       std::uint32_t b[4];
       mma::ldmatrix_x4_trans(b, v_lane.at(16 * j, c, v_off));
 #pragma unroll
