@@ -9,7 +9,8 @@
 # defines <family>::launch / occupancy / max_item_warps (cuda/attention/family.hpp);
 # its instances are "<q/o dtype>:<kv dtype>:<head_dim_qk>:<head_dim_vo>". The mma
 # operands are of the query's type, so a tensor-core family's KV is the query's type
-# or fp8 (converted exactly). docs/kernels.md, "Adding a kernel family", says how to
+# or fp8 (converted exactly); the tensor-core tile also takes fp16 with bf16 (the
+# mma in bf16, the `full` preset). docs/kernels.md, "Adding a kernel family", says how to
 # add one.
 #
 # "<folder>:<KernelFamily enumerator>", in the selector's order of preference.
@@ -59,6 +60,9 @@ foreach(q f16 bf16)
   list(APPEND KVINFER_tensor_core_tile_INSTANCES_default "${q}:${q}:192:128")  # DeepSeek-style qk 192 / vo 128
 endforeach()
 set(KVINFER_tensor_core_tile_INSTANCES_full ${KVINFER_tensor_core_tile_INSTANCES_default})
+foreach(d 64 128 256 512)  # f16 q with bf16 KV and the reverse: the mma in bf16
+  list(APPEND KVINFER_tensor_core_tile_INSTANCES_full "f16:bf16:${d}:${d}" "bf16:f16:${d}:${d}")
+endforeach()
 
 # The fp8 decode tile (K and V converted in registers): 16-bit q, fp8 KV, head_dim 64/128.
 set(KVINFER_fp8_decode_tile_INSTANCES_minimal "")

@@ -34,6 +34,18 @@ namespace kvinfer::testing {
 
 inline constexpr std::uint8_t kPoison = 0xFF;
 
+// fp16 with bf16 (q and KV of different 16-bit types) has CUDA kernels in the `full`
+// instance preset only (cmake/KvinferInstances.cmake).
+inline bool needs_full_preset(const AttentionCase& c) {
+  return !is_fp8(c.kv_dtype) && c.kv_dtype != c.q_dtype;
+}
+#define KVINFER_SKIP_WITHOUT_INSTANCES(c)                                                                  \
+  do {                                                                                                     \
+    if (::kvinfer::testing::needs_full_preset(c) && ::kvinfer::instance_preset() != "full")                \
+      GTEST_SKIP() << "mixed fp16/bf16: the 'full' instance preset (this build: " << ::kvinfer::instance_preset() \
+                   << ")";                                                                                 \
+  } while (0)
+
 // A host storage tensor and a copy of it on cuda:0.
 struct Mirror {
   Tensor host;

@@ -78,6 +78,27 @@ std::vector<AttentionCase> decode_cases() {
       ++n;
     }
   }
+  // fp16 q with bf16 KV and the reverse (the `full` preset): groups 1 (the CUDA cores)
+  // and 4 (the 16-row tile, its mma in bf16), head dims 64-512, RoPE, soft cap.
+  n = 0;
+  for (int d : {64, 128, 256, 512}) {
+    for (int group : {1, 4}) {
+      AttentionCase c;
+      c.wrapper = Wrapper::kDecode;
+      c.num_kv_heads = 2;
+      c.num_qo_heads = 2 * group;
+      c.head_dim_qk = c.head_dim_vo = d;
+      c.q_dtype = c.o_dtype = n % 2 ? DType::kBF16 : DType::kF16;
+      c.kv_dtype = other_half_dtype(c.q_dtype);
+      c.qo_lens.assign(3, 1);
+      c.kv_lens = {1 + n * 211 % 1500, 0, 700};
+      c.page_size = n % 3 == 0 ? 5 : 16;
+      vary_options(c, n);
+      c.seed = 1600 + n;
+      cases.push_back(c);
+      ++n;
+    }
+  }
   const AttentionCase longest = bf16_case("one_long_request_auto_split", Wrapper::kDecode, 32, 8, 128, {1}, {20000});
   cases.push_back(longest);
   AttentionCase skewed = longest;
@@ -235,6 +256,7 @@ class CudaDecodeCase : public ::testing::TestWithParam<AttentionCase> {};
 TEST_P(CudaDecodeCase, MatchesOracle) {
   KVINFER_SKIP_WITHOUT_GPU();
   const AttentionCase& c = GetParam();
+  KVINFER_SKIP_WITHOUT_INSTANCES(c);
   const CaseReport r = run_attention_case(c, Device::cuda(0));
   EXPECT_TRUE(r.ok()) << c.describe() << "\n" << r.summary();
 }

@@ -88,6 +88,35 @@ std::vector<AttentionCase> prefill_cases() {
       ++n;
     }
   }
+  // fp16 q with bf16 KV and the reverse (the `full` preset: the tensor-core tile's mma
+  // in bf16): head dims 64-512, every mask, RoPE, ALiBi, soft cap, window, pages, split.
+  n = 0;
+  for (int d : {64, 128, 256, 512}) {
+    for (int v = 0; v < 2; ++v) {
+      AttentionCase c;
+      c.wrapper = n % 2 ? Wrapper::kPagedPrefill : Wrapper::kRaggedPrefill;
+      c.num_kv_heads = 1 + n % 2;
+      c.num_qo_heads = c.num_kv_heads * (1 + n % 4);
+      c.head_dim_qk = c.head_dim_vo = d;
+      c.q_dtype = c.o_dtype = v == 0 ? DType::kF16 : DType::kBF16;
+      c.kv_dtype = other_half_dtype(c.q_dtype);
+      if (n % 3 == 2) c.o_dtype = c.kv_dtype;
+      const int batch = 1 + n % 3;
+      for (int b = 0; b < batch; ++b) {
+        const int kv = (n * 97 + b * 311) % 400 + 30;
+        c.kv_lens.push_back(kv);
+        c.qo_lens.push_back(n % 2 ? kv : 1 + (n * 13 + b * 7) % 90);
+      }
+      c.page_size = std::array{16, 5, 1}[n % 3];
+      c.layout = n % 2 ? KVLayout::kHND : KVLayout::kNHD;
+      vary_options(c, n + 1);
+      c.options.mask_mode = std::array{MaskMode::kCausal, MaskMode::kNone, MaskMode::kCustom}[n % 3];
+      if (n % 4 == 3) c.split.fixed_split_size = 128;
+      c.seed = 1900 + n;
+      cases.push_back(c);
+      ++n;
+    }
+  }
   // DeepSeek-style head dims on ragged KV (qk 192, vo 128).
   for (MaskMode mode : {MaskMode::kNone, MaskMode::kCausal}) {
     AttentionCase c;
@@ -204,6 +233,7 @@ class CudaPrefillCase : public ::testing::TestWithParam<AttentionCase> {};
 TEST_P(CudaPrefillCase, MatchesOracle) {
   KVINFER_SKIP_WITHOUT_GPU();
   const AttentionCase& c = GetParam();
+  KVINFER_SKIP_WITHOUT_INSTANCES(c);
   if (c.options.backend == PrefillBackend::kHopper && !hopper_gpu()) GTEST_SKIP() << "not an sm_90 device";
   const CaseReport r = run_attention_case(c, Device::cuda(0));
   EXPECT_TRUE(r.ok()) << c.describe() << "\n" << r.summary();

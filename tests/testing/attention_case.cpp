@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -33,10 +34,12 @@ std::vector<std::int64_t> stride_pad(std::size_t rank, bool strided) {
 // fp32 naive attention of one request, on inputs already in their stored
 // precision: the "naive" of the tolerance model. RoPE'd queries and keys are
 // operands in their own right, held in the 16-bit type the products take
-// (`rotated_q`, `rotated_k`), as tensor-core kernels must.
+// (`rotated_q`, `rotated_k`), as tensor-core kernels must; where fp16 and bf16 mix,
+// the tensor-core tile's products take bf16 (`operands`: q, k and v rounded to it).
 oracle::AttentionResult naive_f32(const oracle::AttentionSpec& spec, std::span<const double> q,
                                   std::span<const double> k, std::span<const double> v, DType o_dtype,
-                                  DType rotated_q, DType rotated_k) {
+                                  DType rotated_q, DType rotated_k, std::optional<DType> operands) {
+  const auto operand = [&](double x) { return operands ? round_to(float(x), *operands) : float(x); };
   const std::int64_t qo = spec.qo_len, kv = spec.kv_len, hq = spec.num_qo_heads, hk = spec.num_kv_heads;
   const std::int64_t dqk = spec.head_dim_qk, dvo = spec.head_dim_vo, group = hq / hk;
   const std::vector<std::uint8_t> vis = oracle::visibility(spec);
@@ -68,13 +71,13 @@ oracle::AttentionResult naive_f32(const oracle::AttentionSpec& spec, std::span<c
     const std::int64_t g = h / group;
     for (std::int64_t j = 0; j < kv; ++j) {
       std::vector<float> row(static_cast<std::size_t>(dqk));
-      for (std::int64_t d = 0; d < dqk; ++d) row[d] = float(k[(j * hk + g) * dqk + d]);
+      for (std::int64_t d = 0; d < dqk; ++d) row[d] = operand(k[(j * hk + g) * dqk + d]);
       if (spec.pos_encoding == PosEncoding::kRopeLlama) rope_rounded(row, j, rotated_k);
       std::copy(row.begin(), row.end(), kk.begin() + j * dqk);
     }
     for (std::int64_t i = 0; i < qo; ++i) {
       const std::int64_t i_pos = i + kv - qo;
-      for (std::int64_t d = 0; d < dqk; ++d) qq[d] = float(q[(i * hq + h) * dqk + d]);
+      for (std::int64_t d = 0; d < dqk; ++d) qq[d] = operand(q[(i * hq + h) * dqk + d]);
       if (spec.pos_encoding == PosEncoding::kRopeLlama) rope_rounded(qq, i_pos, rotated_q);
       float m = -std::numeric_limits<float>::infinity();
       for (std::int64_t j = 0; j < kv; ++j) {
@@ -97,7 +100,7 @@ oracle::AttentionResult naive_f32(const oracle::AttentionSpec& spec, std::span<c
         if (!vis[std::size_t(i * kv + j)]) continue;
         const float w = std::exp(s[j] - m);
         sum += w;
-        for (std::int64_t d = 0; d < dvo; ++d) acc[d] += w * float(v[(j * hk + g) * dvo + d]);
+        for (std::int64_t d = 0; d < dvo; ++d) acc[d] += w * operand(v[(j * hk + g) * dvo + d]);
       }
       for (std::int64_t d = 0; d < dvo; ++d) r.o[(i * hq + h) * dvo + d] = round_to(acc[d] / sum, o_dtype);
       r.lse[i * hq + h] = (double(m) + std::log(double(sum))) / std::log(2.0);
@@ -435,8 +438,12 @@ CaseReport run_attention_case(const AttentionCase& c, Device device) {
         oracle::spec_from_options(c.options, c.qo_lens[r], c.kv_lens[r], hq, c.num_kv_heads, c.head_dim_qk, dvo);
     if (c.options.mask_mode == MaskMode::kCustom) spec.custom_mask = b.masks[r];
     const oracle::AttentionResult ref = oracle::attention(spec, d.q, d.k, d.v);
-    const oracle::AttentionResult naive = naive_f32(spec, d.q, d.k, d.v, c.o_dtype, c.q_dtype,
-                                                         is_fp8(c.kv_dtype) ? c.q_dtype : c.kv_dtype);
+    const bool mixed = !is_fp8(c.kv_dtype) && c.kv_dtype != c.q_dtype;
+    const std::optional<DType> operands = mixed ? std::optional(DType::kBF16) : std::nullopt;
+    const DType rotated = mixed ? DType::kBF16 : c.q_dtype;
+    const oracle::AttentionResult naive =
+        naive_f32(spec, d.q, d.k, d.v, c.o_dtype, rotated, is_fp8(c.kv_dtype) || mixed ? rotated : c.kv_dtype,
+                  operands);
     for (std::int64_t i = 0; i < c.qo_lens[r]; ++i) {
       const std::int64_t row = b.qo_indptr[r] + i;
       for (std::int64_t h = 0; h < hq; ++h) {

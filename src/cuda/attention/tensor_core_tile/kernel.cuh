@@ -7,7 +7,8 @@
 // accumulators as the A operand. Q, K and V tiles sit in shared memory with 16-byte
 // chunks XOR-swizzled by row so that ldmatrix is free of bank conflicts; the next K/V
 // tile streams in (cp.async) while the current one is computed. fp8 KV lands in a
-// staging buffer and is converted (exactly) to the query's type; RoPE rotates Q once
+// staging buffer and is converted (exactly) to the query's type, fp16 and bf16 mixed
+// are converted in place to bf16 (MmaOperand); RoPE rotates Q once
 // and each K tile in shared memory. Per-element masking runs only on tiles the mask
 // classifies as partial. The kernel is issue-bound (docs/kernels.md, "Tensor-core tile"), so every
 // pass that a tile may not need sits behind a uniform branch. Included by its
@@ -18,6 +19,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "cuda/attention/attention_kernel_params.cuh"
 #include "cuda/attention/tile/item_warps.cuh"
@@ -155,24 +157,38 @@ struct TileStages {
   }
 };
 
+// The mma's operand type: the query's, into which fp8 KV is converted exactly; where
+// fp16 and bf16 mix (the `full` preset), bf16, the fp16 side rounded to it (bf16's
+// range holds every fp16 value; the products take bf16's precision, as the tolerance
+// model of the tests says: docs/semantics.md, "Mixed fp16 and bf16").
+template <class TQ, class TKV>
+using MmaOperand = std::conditional_t<sizeof(TKV) == 2 && !std::is_same_v<TQ, TKV>, __nv_bfloat16, TQ>;
+
 // Makes tile t's stage ready for the mma where it is not: fp8 K and V converted from
-// the staging tile into the compute tiles, RoPE applied to K (and, before the first
-// tile, to Q at its tokens' diagonal positions). A barrier of the tile's threads
-// follows; tiles of 16-bit KV without RoPE need neither.
-template <class T, class TKV, int DQK, int DVO, int kWarps, int kMmaM, bool kItemWarps>
+// the staging tile into the compute tiles, K and V of the other 16-bit type converted
+// in place, RoPE applied to K (and, before the first tile, to Q at its tokens'
+// diagonal positions; Q of the other 16-bit type converted there). A barrier of the
+// tile's threads follows; tiles of 16-bit KV of the mma's type without RoPE need none.
+template <class TQ, class TKV, int DQK, int DVO, int kWarps, int kMmaM, bool kItemWarps>
 __device__ __forceinline__ void prepare_stage(unsigned char* smem, bool rope, int t, int key0,
                                               const detail::WorkItem& item, int rows, int group,
                                               const detail::RequestMask& mask) {
   using S = PrefillShape<DQK, DVO, kWarps, kMmaM>;
   using L = PrefillSmem<TKV, DQK, DVO, kWarps, kMmaM>;
+  using T = MmaOperand<TQ, TKV>;
   constexpr int kThreads = S::kThreads, kKeys = S::kKeys;
-  if (!L::kStaged && !rope) return;
+  constexpr bool kConvertQ = !std::is_same_v<TQ, T>;
+  constexpr bool kConvertKV = sizeof(TKV) == 2 && !std::is_same_v<TKV, T>;
+  if (!L::kStaged && !kConvertKV && !rope && !(kConvertQ && t == 0)) return;
   const float* freq = reinterpret_cast<const float*>(smem + L::freq);
-  if (t == 0 && rope) {
-    prepare_tile<T, T, kThreads, S::kTileRows, DQK, kItemWarps>(smem + L::q, nullptr, freq, [&](int i) {
-      const int packed = item.row_begin + min(i, rows - 1);
-      return float(mask.diagonal(packed / group));
-    });
+  const auto q_pos = [&](int i) {
+    const int packed = item.row_begin + min(i, rows - 1);
+    return float(mask.diagonal(packed / group));
+  };
+  if constexpr (kConvertQ) {
+    if (t == 0) prepare_tile<T, TQ, kThreads, S::kTileRows, DQK, kItemWarps>(smem + L::q, nullptr, rope ? freq : nullptr, q_pos);
+  } else if (t == 0 && rope) {
+    prepare_tile<T, T, kThreads, S::kTileRows, DQK, kItemWarps>(smem + L::q, nullptr, freq, q_pos);
   }
   const int stage = t & 1;
   const unsigned char* raw = smem + L::raw + stage * L::raw_stage;
@@ -181,6 +197,9 @@ __device__ __forceinline__ void prepare_stage(unsigned char* smem, bool rope, in
                                                          [&](int i) { return float(key0 + i); });
   if constexpr (L::kStaged) {
     prepare_tile<T, TKV, kThreads, kKeys, DVO, kItemWarps>(smem + L::v, raw + kKeys * DQK, nullptr,
+                                                           [](int) { return 0.0f; });
+  } else if constexpr (kConvertKV) {
+    prepare_tile<T, TKV, kThreads, kKeys, DVO, kItemWarps>(smem + L::v + stage * L::v_stage, nullptr, nullptr,
                                                            [](int) { return 0.0f; });
   }
   tile_sync<kItemWarps>();
@@ -241,7 +260,7 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<DVO, kWarps, kItemWarps>,
   static_assert(!kItemWarps || (kWarps == 1 && kMmaM == 1 && !kGeneral), "item warps: the one-warp tile");
   using S = PrefillShape<DQK, DVO, kWarps, kMmaM>;
   using L = PrefillSmem<TKV, DQK, DVO, kWarps, kMmaM>;
-  using T = TQ;  // the mma operand type; KV is converted to it
+  using T = MmaOperand<TQ, TKV>;
   constexpr int kThreads = S::kThreads, kKeys = S::kKeys, kRowsPerWarp = S::kRowsPerWarp;
   constexpr bool kOneWarp = kThreads == 32;
   extern __shared__ __align__(128) unsigned char smem_cta[];
@@ -319,7 +338,7 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<DVO, kWarps, kItemWarps>,
     ptx::cp_async_commit();
     ptx::cp_async_wait_group<1>();
     tile_sync<kItemWarps>();
-    prepare_stage<T, TKV, DQK, DVO, kWarps, kMmaM, kItemWarps>(smem, rope, t, key0, item, rows,
+    prepare_stage<TQ, TKV, DQK, DVO, kWarps, kMmaM, kItemWarps>(smem, rope, t, key0, item, rows,
                                                                p.heads.group_size, keys.mask);
     const unsigned k_off = L::kStaged ? 0u : unsigned((t & 1) * L::k_stage);
     const unsigned v_off = L::kStaged ? 0u : unsigned((t & 1) * L::v_stage);

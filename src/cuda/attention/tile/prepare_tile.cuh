@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Preparing a 16-bit compute tile in shared memory: fp8 staging converted exactly to
-// the query's type, RoPE rotation of Q or K in place.
+// the mma's type, a tile of the other 16-bit type converted to it, RoPE rotation of Q
+// or K in place.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -48,10 +49,11 @@ __device__ __forceinline__ void rope_pair(float (&x)[8], float (&y)[8], const fl
   }
 }
 
-// Makes a 16-bit compute tile of kRows rows ready in place: converts it from the fp8
-// staging tile (raw != null) and/or rotates it by RoPE (freq != null) at position
-// pos(row). Each thread owns whole chunk pairs, so no barrier is needed inside.
-template <class T, class TKV, int kThreads, int kRows, int D, bool kItemWarps = false, class Pos>
+// Makes a 16-bit compute tile of kRows rows of T ready in place: converts it from the
+// fp8 staging tile (TIn fp8, raw != null) or from the other 16-bit type it holds (TIn),
+// and/or rotates it by RoPE (freq != null) at position pos(row). Each thread owns
+// whole chunk pairs, so no barrier is needed inside.
+template <class T, class TIn, int kThreads, int kRows, int D, bool kItemWarps = false, class Pos>
 __device__ __forceinline__ void prepare_tile(unsigned char* tile, const unsigned char* raw, const float* freq, const Pos& pos) {
   constexpr int kHalf = D / 16;  // chunk pairs per row
   for (int idx = tile_thread<kItemWarps>(); idx < kRows * kHalf; idx += kThreads) {
@@ -59,13 +61,13 @@ __device__ __forceinline__ void prepare_tile(unsigned char* tile, const unsigned
     float x[8], y[8];
     uint4* px = reinterpret_cast<uint4*>(tile) + swizzled_chunk<D>(row, c);
     uint4* py = reinterpret_cast<uint4*>(tile) + swizzled_chunk<D>(row, c + kHalf);
-    if constexpr (sizeof(TKV) == 1) {
+    if constexpr (sizeof(TIn) == 1) {
       const auto* r = reinterpret_cast<const uint2*>(raw + row * D);
-      fp8_to_float<TKV>(r[c], x);
-      fp8_to_float<TKV>(r[c + kHalf], y);
+      fp8_to_float<TIn>(r[c], x);
+      fp8_to_float<TIn>(r[c + kHalf], y);
     } else {
-      chunk_to_float<T>(*px, x);
-      chunk_to_float<T>(*py, y);
+      chunk_to_float<TIn>(*px, x);
+      chunk_to_float<TIn>(*py, y);
     }
     if (freq != nullptr) rope_pair(x, y, freq, c, pos(row));
     *px = float_to_chunk<T>(x);
