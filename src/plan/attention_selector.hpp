@@ -22,9 +22,8 @@ struct AttentionInstance {
 
 // Whether paged KV of pages ws_prefill_pages admits takes the warp-specialised prefill.
 // Off: on the H200 its copies in page-sized TMA boxes were no faster than the wgmma
-// mainloop's row gathers at page 16 (time 0.95-1.00 at head_dim 128, 1.20-1.32 at 64
-// and 256) and split chunks under a sliding window gave wrong rows
-// (docs/log/ws-prefill-2026-12-03.md); paged KV stays on the wgmma mainloop.
+// mainloop's row gathers at page 16 (time 0.94-1.00 at head_dim 128, 1.15-1.32 at 64
+// and 256; docs/log/ws-prefill-2026-12-03.md); paged KV stays on the wgmma mainloop.
 inline constexpr bool kWsPrefillPaged = false;
 
 // What a CUDA device and the build offer the selector.
