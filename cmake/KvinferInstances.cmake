@@ -20,7 +20,8 @@ set(KVINFER_ATTENTION_FAMILIES
     "tensor_core_tile:kTensorCoreTile"
     "fp8_decode_tile:kFp8DecodeTile"
     "wgmma_prefill:kWgmmaPrefill"
-    "ws_prefill:kWsPrefill")
+    "ws_prefill:kWsPrefill"
+    "padded_tile:kPaddedTile")
 
 # The CUDA-core decode kernel: one query token per request, any KV dtype.
 set(KVINFER_cuda_core_decode_INSTANCES_minimal "bf16:bf16:128:128")
@@ -91,6 +92,20 @@ set(KVINFER_wgmma_prefill_INSTANCES_full ${KVINFER_wgmma_prefill_INSTANCES_defau
 set(KVINFER_ws_prefill_INSTANCES_minimal "bf16:bf16:128:128")
 set(KVINFER_ws_prefill_INSTANCES_default ${KVINFER_wgmma_prefill_INSTANCES_default})
 set(KVINFER_ws_prefill_INSTANCES_full ${KVINFER_ws_prefill_INSTANCES_default})
+
+# The padded tile (the tensor-core tile's kernels over smaller head dims, zero-padded to
+# the instance's): in `full`, every head dim that is a multiple of 16 up to 512 (and
+# unequal qk/vo) with no exact instance, for every q and KV dtype; none elsewhere.
+set(KVINFER_padded_tile_INSTANCES_minimal "")
+set(KVINFER_padded_tile_INSTANCES_default "")
+set(KVINFER_padded_tile_INSTANCES_full "")
+foreach(q f16 bf16)
+  foreach(kv f16 bf16 e4m3 e5m2)
+    foreach(d 64 128 256 512)
+      list(APPEND KVINFER_padded_tile_INSTANCES_full "${q}:${kv}:${d}:${d}")
+    endforeach()
+  endforeach()
+endforeach()
 
 # MLA instance: "<q/o dtype>:<kv dtype>" (tensor cores; head_dim_ckv 512, with or
 # without the 64-wide rotary part; items of 16, 32 or 64 rows).

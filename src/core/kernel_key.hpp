@@ -18,6 +18,7 @@ enum class KernelFamily : std::uint8_t {
   kFp8DecodeTile,   // the 16-row decode tile with fp8 K/V converted in registers
   kWgmmaPrefill,    // the sm90 wgmma prefill mainloop
   kWsPrefill,       // the sm90 warp-specialised prefill (TMA producer, wgmma consumers)
+  kPaddedTile,      // the tensor-core tile over head dims zero-padded to its instance's
   kMla,             // the MLA kernel (latent KV shared by every head)
 };
 

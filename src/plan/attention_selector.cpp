@@ -91,6 +91,14 @@ int tile_rows(const AttentionProblem& pr) {
   return wide || kernel_qo_len(pr) * pr.group_size() <= 64 ? 64 : 128;
 }
 
+// options.backend = fa3 where the Hopper kernels do not apply.
+[[noreturn]] void throw_not_hopper(const AttentionProblem& pr) {
+  throw Error("attention", "options.backend", "fa3 (Hopper)",
+              "applies only to 16-bit KV of the query's type with equal head dims 64/128/256 and no RoPE, ALiBi, "
+              "soft cap or custom mask (" +
+                  describe(pr) + ")");
+}
+
 // Prefill on 128-row tiles takes the Hopper mainloop where an instance of it is
 // compiled, the device is sm_90 and the logits are plain (no RoPE: it rotates tiles in
 // shared memory, which only the portable kernel does), unless options.backend asks for
@@ -117,13 +125,7 @@ KernelKey tile_choice(int index, const AttentionProblem& pr, const AttentionKern
   const KernelKey hopper_key = ws >= 0 ? KernelKey{KernelFamily::kWsPrefill, ws, 128}
                                        : KernelKey{KernelFamily::kWgmmaPrefill, wgmma, 128};
   if (pr.backend == PrefillBackend::kHopper) {
-    if (!supported) {
-      throw Error(
-          "attention", "options.backend", "fa3 (Hopper)",
-          "applies only to 16-bit KV of the query's type with equal head dims 64/128/256 and no RoPE, ALiBi, "
-          "soft cap or custom mask (" +
-              describe(pr) + ")");
-    }
+    if (!supported) throw_not_hopper(pr);
     if (!hopper) {
       throw Error("attention", "options.backend", "fa3 (Hopper)",
                   "needs an sm_90 device and a build with sm_90a code (KVINFER_CUDA_ARCHS)");
@@ -162,6 +164,27 @@ KernelKey decode_choice(int index, const AttentionProblem& pr, const AttentionKe
   return {KernelFamily::kCudaCoreDecode, index, rows};
 }
 
+// Head dims that no exact instance has (multiples of 16 up to 512, or unequal ones
+// other than 192/128): the padded tile of the smallest head dim that holds both,
+// whose tiles are chosen as the tensor-core tile's would be at that head dim.
+std::optional<KernelKey> padded_choice(const AttentionProblem& pr, const AttentionKernelCaps& caps) {
+  const std::int64_t need = std::max(pr.head_dim_qk, pr.head_dim_vo);
+  int best = -1;
+  for (std::size_t i = 0; i < caps.instances.size(); ++i) {
+    const AttentionInstance& inst = caps.instances[i];
+    if (inst.family == KernelFamily::kPaddedTile && inst.q == pr.q_dtype && inst.kv == pr.kv_dtype &&
+        inst.head_dim_qk == inst.head_dim_vo && inst.head_dim_qk >= need &&
+        (best < 0 || inst.head_dim_qk < caps.instances[std::size_t(best)].head_dim_qk))
+      best = int(i);
+  }
+  if (best < 0) return std::nullopt;
+  if (pr.backend == PrefillBackend::kHopper) throw_not_hopper(pr);
+  AttentionProblem padded = pr;
+  padded.head_dim_qk = padded.head_dim_vo = caps.instances[std::size_t(best)].head_dim_qk;
+  return KernelKey{KernelFamily::kPaddedTile, best, tile_rows(padded),
+                   general_logits(pr) ? KernelVariant::kGeneralLogits : KernelVariant::kPlain};
+}
+
 // The kernel that plans the problem, or none where no compiled instance runs it.
 std::optional<KernelKey> plan_kernel(const AttentionProblem& pr, const AttentionKernelCaps& caps) {
   const int tile = find(caps, KernelFamily::kTensorCoreTile, pr);
@@ -170,7 +193,7 @@ std::optional<KernelKey> plan_kernel(const AttentionProblem& pr, const Attention
     if (const int i = find(caps, KernelFamily::kCudaCoreDecode, pr); i >= 0) return decode_choice(i, pr, caps);
   }
   if (tile >= 0) return tile_choice(tile, pr, caps);
-  return std::nullopt;
+  return padded_choice(pr, caps);
 }
 
 // The smallest instance preset other than this build's whose kernels run the

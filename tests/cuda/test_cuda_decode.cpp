@@ -99,6 +99,29 @@ std::vector<AttentionCase> decode_cases() {
       ++n;
     }
   }
+  // Head dims no exact instance has (the `full` preset's padded tile): groups 1-16,
+  // every KV dtype, RoPE, ALiBi, soft cap, window, pages, split.
+  n = 0;
+  for (int d : {16, 32, 80, 96, 112, 160, 192, 224, 288, 400, 448, 496}) {
+    AttentionCase c;
+    c.wrapper = Wrapper::kDecode;
+    const int group = std::array{1, 4, 8, 16, 2, 5}[n % 6];
+    c.num_kv_heads = group == 16 ? 1 : 2;
+    c.num_qo_heads = c.num_kv_heads * group;
+    c.head_dim_qk = c.head_dim_vo = d;
+    c.kv_dtype = kv_types[n % 4];
+    c.q_dtype = c.o_dtype = (c.kv_dtype == DType::kF16 || n % 3 == 1) ? DType::kF16 : DType::kBF16;
+    if (n % 4 == 1) c.o_dtype = other_half_dtype(c.q_dtype);
+    c.qo_lens.assign(3, 1);
+    c.kv_lens = {1 + n * 173 % 1800, 0, 1 + n * 71 % 900};
+    c.page_size = std::array{16, 5, 1, 64}[n % 4];
+    c.layout = n % 2 ? KVLayout::kHND : KVLayout::kNHD;
+    vary_options(c, n);
+    if (n % 3 == 2) c.split.fixed_split_size = 256;
+    c.seed = 2300 + n;
+    cases.push_back(c);
+    ++n;
+  }
   const AttentionCase longest = bf16_case("one_long_request_auto_split", Wrapper::kDecode, 32, 8, 128, {1}, {20000});
   cases.push_back(longest);
   AttentionCase skewed = longest;

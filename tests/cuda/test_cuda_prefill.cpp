@@ -117,6 +117,36 @@ std::vector<AttentionCase> prefill_cases() {
       ++n;
     }
   }
+  // Head dims no exact instance has (the `full` preset's padded tile): 16 to 496,
+  // unequal qk / vo on ragged KV, every dtype pair, RoPE (pairs of the problem's dims),
+  // ALiBi, soft cap, masks, pages, split.
+  n = 0;
+  for (auto [dqk, dvo] : {std::pair{16, 16}, {48, 48}, {80, 80}, {96, 96}, {112, 112}, {144, 144}, {160, 160},
+                          {320, 320}, {496, 496}, {128, 64}, {96, 272}, {384, 256}}) {
+    AttentionCase c;
+    c.wrapper = dqk != dvo || n % 2 ? Wrapper::kRaggedPrefill : Wrapper::kPagedPrefill;
+    c.num_kv_heads = 1 + n % 2;
+    c.num_qo_heads = c.num_kv_heads * (1 + n % 4);
+    c.head_dim_qk = dqk;
+    c.head_dim_vo = dvo;
+    c.kv_dtype = std::array{DType::kBF16, DType::kF16, DType::kE4M3, DType::kE5M2}[n % 4];
+    c.q_dtype = c.o_dtype = n % 3 == 0 ? DType::kF16 : DType::kBF16;
+    if (n % 5 == 2) c.o_dtype = other_half_dtype(c.q_dtype);
+    const int batch = 1 + n % 3;
+    for (int b = 0; b < batch; ++b) {
+      const int kv = (n * 89 + b * 257) % 300 + 20;
+      c.kv_lens.push_back(kv);
+      c.qo_lens.push_back(n % 2 ? kv : 1 + (n * 17 + b * 5) % 80);
+    }
+    c.page_size = std::array{16, 5, 1}[n % 3];
+    c.layout = n % 2 ? KVLayout::kHND : KVLayout::kNHD;
+    vary_options(c, n);
+    c.options.mask_mode = std::array{MaskMode::kCausal, MaskMode::kNone, MaskMode::kCustom}[n % 3];
+    if (n % 4 == 3) c.split.fixed_split_size = 64;
+    c.seed = 2100 + n;
+    cases.push_back(c);
+    ++n;
+  }
   // DeepSeek-style head dims on ragged KV (qk 192, vo 128).
   for (MaskMode mode : {MaskMode::kNone, MaskMode::kCausal}) {
     AttentionCase c;

@@ -65,6 +65,24 @@ void expect_key(const KernelKey& k, KernelFamily family, int rows, const Attenti
 
 const AttentionKernelCaps kH200 = default_preset(true);
 
+// The `full` preset: `default`, mixed fp16/bf16 on the CUDA cores and the tensor-core
+// tile, and the padded tile at every dtype pair.
+AttentionKernelCaps full_preset() {
+  AttentionKernelCaps c = default_preset(true);
+  c.preset = "full";
+  for (DType q : {DType::kF16, DType::kBF16}) {
+    const DType other = testing::other_half_dtype(q);
+    for (int d : {64, 128, 256, 512}) {
+      if (d < 512) c.instances.push_back({KernelFamily::kCudaCoreDecode, q, other, d, d});
+      c.instances.push_back({KernelFamily::kTensorCoreTile, q, other, d, d});
+      for (DType kv : {DType::kF16, DType::kBF16, DType::kE4M3, DType::kE5M2})
+        c.instances.push_back({KernelFamily::kPaddedTile, q, kv, d, d});
+    }
+  }
+  return c;
+}
+const AttentionKernelCaps kFull = full_preset();
+
 TEST(AttentionSelector, Decode16BitAtHeadDim128PlansAsTheTileAndRunsTheKeyRowTile) {
   const AttentionProblem pr = problem(DType::kBF16, DType::kBF16, 4, 128, 1);
   const AttentionSelection s = select_attention_kernel(pr, kH200);
@@ -145,6 +163,44 @@ TEST(AttentionSelector, HeadDim512TakesTheTensorCoreTile) {
   AttentionProblem fa3 = problem(DType::kBF16, DType::kBF16, 1, 512, 4096);
   fa3.backend = PrefillBackend::kHopper;
   expect_error([&] { (void)select_attention_kernel(fa3, kH200); }, "options.backend", "64/128/256");
+}
+
+// Head dims without an exact instance run on the padded tile of the smallest instance
+// that holds both, with that head dim's tiles; exact instances keep their families.
+TEST(AttentionSelector, OtherHeadDimsTakeThePaddedTileInTheFullPreset) {
+  const auto padded_dim = [](const KernelKey& k) { return kFull.instances[std::size_t(k.instance)].head_dim_qk; };
+  AttentionProblem d96 = problem(DType::kBF16, DType::kBF16, 4, 96, 1);
+  KernelKey k = select_attention_kernel(d96, kFull).run;
+  EXPECT_EQ(k.family, KernelFamily::kPaddedTile);
+  EXPECT_EQ(padded_dim(k), 128);
+  EXPECT_EQ(k.launch_rows, 16);
+  AttentionProblem d48 = problem(DType::kF16, DType::kE4M3, 1, 48, 4096);
+  k = select_attention_kernel(d48, kFull).run;
+  EXPECT_EQ(k.family, KernelFamily::kPaddedTile);
+  EXPECT_EQ(padded_dim(k), 64);
+  EXPECT_EQ(k.launch_rows, 128);
+  AttentionProblem d320 = problem(DType::kBF16, DType::kF16, 2, 320, 4096);
+  d320.logits_soft_cap = 30.0f;
+  k = select_attention_kernel(d320, kFull).run;
+  EXPECT_EQ(k.family, KernelFamily::kPaddedTile);
+  EXPECT_EQ(padded_dim(k), 512);
+  EXPECT_EQ(k.launch_rows, 64);
+  EXPECT_EQ(k.variant, KernelVariant::kGeneralLogits);
+  AttentionProblem unequal = problem(DType::kBF16, DType::kBF16, 1, 128, 300);
+  unequal.head_dim_vo = 272;
+  k = select_attention_kernel(unequal, kFull).run;
+  EXPECT_EQ(k.family, KernelFamily::kPaddedTile);
+  EXPECT_EQ(padded_dim(k), 512);
+  // Exact instances first: 192 / 128 and head_dim 128 keep their kernels.
+  AttentionProblem ds = problem(DType::kBF16, DType::kBF16, 1, 192, 300);
+  ds.head_dim_vo = 128;
+  EXPECT_EQ(select_attention_kernel(ds, kFull).run.family, KernelFamily::kTensorCoreTile);
+  EXPECT_EQ(select_attention_kernel(problem(DType::kBF16, DType::kBF16, 4, 128, 1), kFull).run.family,
+            KernelFamily::kKeyRowTile);
+  // fa3 has none; the default preset names the full one.
+  d96.backend = PrefillBackend::kHopper;
+  expect_error([&] { (void)select_attention_kernel(d96, kFull); }, "options.backend", "head_dim 96");
+  expect_error([&] { (void)select_attention_kernel(d48, kH200); }, "kernel", "the 'full' preset has one");
 }
 
 TEST(AttentionSelector, PrefillTilesByLengthAndDevice) {
@@ -265,7 +321,9 @@ TEST(AttentionSelector, WhatNoInstanceRunsNamesTheArgumentOrThePreset) {
   expect_error([&] { select_attention_kernel(mixed, kH200); }, "kernel",
                "'default' instance preset; the 'full' preset has one");
   const AttentionProblem d96 = problem(DType::kBF16, DType::kBF16, 4, 96, 1);
-  expect_error([&] { select_attention_kernel(d96, minimal); }, "kernel", "in any instance preset (this build: 'minimal')");
+  expect_error([&] { select_attention_kernel(d96, minimal); }, "kernel", "the 'full' preset has one");
+  const AttentionProblem fp8_q = problem(DType::kE4M3, DType::kE4M3, 4, 128, 1);
+  expect_error([&] { select_attention_kernel(fp8_q, minimal); }, "kernel", "in any instance preset (this build: 'minimal')");
   expect_key(select_attention_kernel(problem(DType::kBF16, DType::kBF16, 4, 128, 1), minimal).run,
              KernelFamily::kKeyRowTile, 4, minimal, problem(DType::kBF16, DType::kBF16, 4, 128, 1));
 }

@@ -38,6 +38,7 @@ struct AttentionKernelParams {
   // (RunOptions::enable_pdl). Its code is the same either way: it reads its plan,
   // then waits for the previous kernel before any tensor of the caller's.
   bool programmatic;
+  HeadDims dims;  // read by the padded tile only
 #if KVINFER_CUDA_TIMELINE
   std::uint64_t* timeline;  // the decode tiles' warp timeline (warp_timeline.cuh), or null
 #endif

@@ -128,6 +128,7 @@ AttentionKernelParams make_kernel_params(const detail::AttentionParams& p) {
   k.heads = head_shape(p.problem);
   k.logits = logits_transform(p);
   k.mask = mask_of(p);
+  k.dims = {std::int32_t(p.problem.head_dim_qk), std::int32_t(p.problem.head_dim_vo)};
 #if KVINFER_CUDA_TIMELINE
   k.timeline = g_warp_timeline;
 #endif

@@ -17,6 +17,13 @@ struct HeadShape {
   FastDivmod group_div;         // packed row -> (token, head in the group)
 };
 
+// The problem's head dims. A kernel's tiles have its instance's (template) head dims;
+// the padded tile (padded_tile/) runs smaller ones zero-padded to those and reads
+// these to copy, rotate and write only the problem's columns.
+struct HeadDims {
+  std::int32_t qk = 0, vo = 0;
+};
+
 inline HeadShape head_shape(const detail::AttentionProblem& pr) {
   return {std::int32_t(pr.num_qo_heads), std::int32_t(pr.group_size()),
           FastDivmod(std::uint32_t(pr.group_size()))};

@@ -34,26 +34,28 @@ inline constexpr bool kItemWarpTile = sizeof(TKV) == 2 && DVO <= 128;
 template <int DQK, int DVO>
 inline constexpr bool kWideTile = DQK <= 256 && DVO <= 256;
 
-template <class TQ, class TKV, int DQK, int DVO, class F>
+// The kernel a key names, passed to f. kPadded: the padded tile's kernels (the padded
+// tile family, padded_tile/instance.cuh), without item warps.
+template <class TQ, class TKV, int DQK, int DVO, bool kPadded = false, class F>
 void with_kernel(const detail::KernelKey& key, bool item_warps, F&& f) {
   if (key.variant == detail::KernelVariant::kGeneralLogits) {
-    f(PrefillKernel<TQ, TKV, DQK, DVO, 4, 1, true>{});
+    f(PrefillKernel<TQ, TKV, DQK, DVO, 4, 1, true, false, kPadded>{});
   } else if (key.launch_rows == 16) {
-    if constexpr (kItemWarpTile<TKV, DVO>) {
+    if constexpr (kItemWarpTile<TKV, DVO> && !kPadded) {
       if (item_warps) return f(PrefillKernel<TQ, TKV, DQK, DVO, 1, 1, false, true>{});
     }
-    f(PrefillKernel<TQ, TKV, DQK, DVO, 1, 1, false>{});
+    f(PrefillKernel<TQ, TKV, DQK, DVO, 1, 1, false, false, kPadded>{});
   } else if (key.launch_rows == 128) {
     if constexpr (!kWideTile<DQK, DVO>) {
       throw Error("attention", "kernel", "the tensor-core tile of 128 rows",
                   "has no instance above head_dim 256 (the selector plans 64 rows there)");
     } else if constexpr (DVO <= 128) {
-      f(PrefillKernel<TQ, TKV, DQK, DVO, 4, 2, false>{});
+      f(PrefillKernel<TQ, TKV, DQK, DVO, 4, 2, false, false, kPadded>{});
     } else {
-      f(PrefillKernel<TQ, TKV, DQK, DVO, 8, 1, false>{});
+      f(PrefillKernel<TQ, TKV, DQK, DVO, 8, 1, false, false, kPadded>{});
     }
   } else {
-    f(PrefillKernel<TQ, TKV, DQK, DVO, 4, 1, false>{});
+    f(PrefillKernel<TQ, TKV, DQK, DVO, 4, 1, false, false, kPadded>{});
   }
 }
 

@@ -135,7 +135,7 @@ __device__ __forceinline__ bool fetch_item(const AttentionKernelParams& p, detai
 // An item's K/V tiles in the tile's two stages: tile t (keys key_begin + t * step)
 // lands in stage t % 2, in the compute tiles for 16-bit KV, in the staging tiles for
 // fp8. A one-warp tile passes the pages it looked up ahead.
-template <class TKV, int DQK, int DVO, int kWarps, int kMmaM, bool kItemWarps>
+template <class TKV, int DQK, int DVO, int kWarps, int kMmaM, bool kItemWarps, bool kPadded = false>
 struct TileStages {
   using S = PrefillShape<DQK, DVO, kWarps, kMmaM>;
   using L = PrefillSmem<TKV, DQK, DVO, kWarps, kMmaM>;
@@ -143,16 +143,17 @@ struct TileStages {
   KeyLocator locate;
   KeyRow k_row, v_row;
   int key_begin, key_end, step;
+  HeadDims dims;  // kPadded: the problem's, zeros past them
   __device__ __forceinline__ void load(int t, const PagesAhead<S::kKeys>* pages) const {
     const int key0 = key_begin + t * step, stage = t & 1;
     if constexpr (L::kStaged) {
       unsigned char* raw = smem + L::raw + stage * L::raw_stage;
-      load_kv_tile<TKV, S::kThreads, S::kKeys, DQK, DVO, kItemWarps>(raw, raw + S::kKeys * DQK, locate, k_row, v_row,
-                                                                   key0, key_end - key0, pages);
+      load_kv_tile<TKV, S::kThreads, S::kKeys, DQK, DVO, kItemWarps, kPadded>(
+          raw, raw + S::kKeys * DQK, locate, k_row, v_row, key0, key_end - key0, pages, dims.qk / 8, dims.vo / 8);
     } else {
-      load_kv_tile<TKV, S::kThreads, S::kKeys, DQK, DVO, kItemWarps>(smem + L::k + stage * L::k_stage,
-                                                                   smem + L::v + stage * L::v_stage, locate, k_row,
-                                                                   v_row, key0, key_end - key0, pages);
+      load_kv_tile<TKV, S::kThreads, S::kKeys, DQK, DVO, kItemWarps, kPadded>(
+          smem + L::k + stage * L::k_stage, smem + L::v + stage * L::v_stage, locate, k_row, v_row, key0,
+          key_end - key0, pages, dims.qk / 8, dims.vo / 8);
     }
   }
 };
@@ -169,10 +170,12 @@ using MmaOperand = std::conditional_t<sizeof(TKV) == 2 && !std::is_same_v<TQ, TK
 // in place, RoPE applied to K (and, before the first tile, to Q at its tokens'
 // diagonal positions; Q of the other 16-bit type converted there). A barrier of the
 // tile's threads follows; tiles of 16-bit KV of the mma's type without RoPE need none.
-template <class TQ, class TKV, int DQK, int DVO, int kWarps, int kMmaM, bool kItemWarps>
+// kPadded: rows of the problem's head dims zero-padded to the tile's
+// (prepare_padded_tile), every pass of prepare_tile done by that one.
+template <class TQ, class TKV, int DQK, int DVO, int kWarps, int kMmaM, bool kItemWarps, bool kPadded = false>
 __device__ __forceinline__ void prepare_stage(unsigned char* smem, bool rope, int t, int key0,
                                               const detail::WorkItem& item, int rows, int group,
-                                              const detail::RequestMask& mask) {
+                                              const detail::RequestMask& mask, HeadDims dims = {}) {
   using S = PrefillShape<DQK, DVO, kWarps, kMmaM>;
   using L = PrefillSmem<TKV, DQK, DVO, kWarps, kMmaM>;
   using T = MmaOperand<TQ, TKV>;
@@ -185,14 +188,32 @@ __device__ __forceinline__ void prepare_stage(unsigned char* smem, bool rope, in
     const int packed = item.row_begin + min(i, rows - 1);
     return float(mask.diagonal(packed / group));
   };
+  const int stage = t & 1;
+  const unsigned char* raw = smem + L::raw + stage * L::raw_stage;
+  unsigned char* k_tile = smem + L::k + (L::kStaged ? 0 : stage * L::k_stage);
+  if constexpr (kPadded) {
+    static_assert(!kItemWarps, "the padded tile has no item warps");
+    const auto no_pos = [](int) { return 0.0f; };
+    if (t == 0 && (rope || kConvertQ)) {
+      prepare_padded_tile<T, TQ, kThreads, S::kTileRows, DQK>(smem + L::q, nullptr, rope ? freq : nullptr, q_pos,
+                                                              dims.qk);
+    }
+    prepare_padded_tile<T, TKV, kThreads, kKeys, DQK>(k_tile, raw, rope ? freq : nullptr,
+                                                      [&](int i) { return float(key0 + i); }, dims.qk);
+    if constexpr (L::kStaged) {
+      prepare_padded_tile<T, TKV, kThreads, kKeys, DVO>(smem + L::v, raw + kKeys * DQK, nullptr, no_pos, dims.vo);
+    } else if constexpr (kConvertKV) {
+      prepare_padded_tile<T, TKV, kThreads, kKeys, DVO>(smem + L::v + stage * L::v_stage, nullptr, nullptr, no_pos,
+                                                        dims.vo);
+    }
+    __syncthreads();
+    return;
+  }
   if constexpr (kConvertQ) {
     if (t == 0) prepare_tile<T, TQ, kThreads, S::kTileRows, DQK, kItemWarps>(smem + L::q, nullptr, rope ? freq : nullptr, q_pos);
   } else if (t == 0 && rope) {
     prepare_tile<T, T, kThreads, S::kTileRows, DQK, kItemWarps>(smem + L::q, nullptr, freq, q_pos);
   }
-  const int stage = t & 1;
-  const unsigned char* raw = smem + L::raw + stage * L::raw_stage;
-  unsigned char* k_tile = smem + L::k + (L::kStaged ? 0 : stage * L::k_stage);
   prepare_tile<T, TKV, kThreads, kKeys, DQK, kItemWarps>(k_tile, raw, rope ? freq : nullptr,
                                                          [&](int i) { return float(key0 + i); });
   if constexpr (L::kStaged) {
@@ -210,7 +231,7 @@ __device__ __forceinline__ void prepare_stage(unsigned char* smem, bool rope, in
 // a whole item stages its O in its warps' rows of the Q tile (store_output_warp_staged;
 // column slices share their row warp's rows, so the CTA stages and writes them
 // together). A slice writes its columns of O; the first slice writes the LSE.
-template <int DQK, int DVO, class TKV, int kWarps, int kMmaM, bool kItemWarps, int kVoFrags>
+template <int DQK, int DVO, class TKV, int kWarps, int kMmaM, bool kItemWarps, bool kPadded, int kVoFrags>
 __device__ __forceinline__ void finish_item(const AttentionKernelParams& p, const detail::WorkItem& item,
                                             const detail::RequestInfo& r, const float (&o)[kMmaM][kVoFrags][4],
                                             const float (&row_max)[kMmaM][2], const float (&row_sum)[kMmaM][2],
@@ -228,7 +249,7 @@ __device__ __forceinline__ void finish_item(const AttentionKernelParams& p, cons
         p, item, r, rows, [&](int w) { return smem_cta + w * L::kTileBytes + L::k; },
         [&](int i) { return packed_row(p, item, p.heads.group_size, i); });
   } else if (r.num_chunks > 1 || DQK != DVO) {
-    store_output<DVO, S::kRowsPerWarp>(p, item, r, o, row_max, row_sum, sc, rows, warp, lane, out_slice);
+    store_output<DVO, S::kRowsPerWarp, kPadded>(p, item, r, o, row_max, row_sum, sc, rows, warp, lane, out_slice);
   } else if constexpr (S::kVoSlices > 1) {
     // Every slice's last S = Q K^T has read the Q rows before any stages O there.
     if (num_tiles == 0) ptx::cp_async_wait_all();
@@ -236,7 +257,7 @@ __device__ __forceinline__ void finish_item(const AttentionKernelParams& p, cons
     stage_output_rows<DVO, S::kRowsPerWarp>(p, item, r, o, row_max, row_sum, sc, rows,
                                              smem + L::q + warp * S::kRowsPerWarp * DQK * 2, warp, lane, out_slice);
     __syncthreads();
-    write_staged_rows<DVO, S::kThreads, S::kTileRows>(p, item, r, smem + L::q, 0, rows, int(threadIdx.x));
+    write_staged_rows<DVO, S::kThreads, S::kTileRows, kPadded>(p, item, r, smem + L::q, 0, rows, int(threadIdx.x));
   } else {
     // An item without keys never waited for its Q tile, whose rows (copied by any
     // thread) the epilogue reuses: the copies land and the barrier orders them first.
@@ -244,7 +265,7 @@ __device__ __forceinline__ void finish_item(const AttentionKernelParams& p, cons
       ptx::cp_async_wait_all();
       tile_sync<kItemWarps>();
     }
-    store_output_warp_staged<DVO, S::kRowsPerWarp>(p, item, r, o, row_max, row_sum, sc, rows,
+    store_output_warp_staged<DVO, S::kRowsPerWarp, kPadded>(p, item, r, o, row_max, row_sum, sc, rows,
                                                    smem + L::q + warp * S::kRowsPerWarp * DQK * 2, warp, lane);
   }
 }
@@ -252,8 +273,11 @@ __device__ __forceinline__ void finish_item(const AttentionKernelParams& p, cons
 // kGeneral adds the custom mask, ALiBi and the soft cap to the logits; without it
 // (the common case) those registers are free for the accumulators. kItemWarps: the
 // one-warp tile's instance whose CTA runs one item on blockDim.x / 32 warps
-// (item_warps.cuh); the plain instance is the code it was before item warps.
-template <class TQ, class TKV, int DQK, int DVO, int kWarps, int kMmaM, bool kGeneral, bool kItemWarps>
+// (item_warps.cuh); the plain instance is the code it was before item warps. kPadded:
+// the padded tile (padded_tile/): the problem's head dims (p.dims) are smaller than the
+// instance's, its rows copied, rotated and written up to them and zero-padded past.
+template <class TQ, class TKV, int DQK, int DVO, int kWarps, int kMmaM, bool kGeneral, bool kItemWarps,
+          bool kPadded = false>
 __global__ void __launch_bounds__(kPrefillMaxThreads<DVO, kWarps, kItemWarps>,
                                   kPrefillMinBlocks<DVO, kWarps, kMmaM, kItemWarps>)
     prefill_kernel(const __grid_constant__ AttentionKernelParams p) {
@@ -296,11 +320,11 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<DVO, kWarps, kItemWarps>,
   if ((static_cast<unsigned>(__cvta_generic_to_shared(smem)) & 127u) != 0) __trap();
   unsigned char* sq = smem + L::q;
   float* freq = reinterpret_cast<float*>(smem + L::freq);
-  load_tile16<kThreads, S::kTileRows, DQK, SwizzledRows, kItemWarps>(
-      sq, [&](int i) { return packed_q_row(p, item, r, p.heads.group_size, i); }, rows);
+  load_tile16<kThreads, S::kTileRows, DQK, SwizzledRows, kItemWarps, kPadded>(
+      sq, [&](int i) { return packed_q_row(p, item, r, p.heads.group_size, i); }, rows, p.dims.qk / 8);
   const ItemRows kv_rows = item_rows(p, item, sizeof(TKV));
-  const TileStages<TKV, DQK, DVO, kWarps, kMmaM, kItemWarps> stages{smem,     locate,  kv_rows.k, kv_rows.v,
-                                                                  key_begin, key_end, step};
+  const TileStages<TKV, DQK, DVO, kWarps, kMmaM, kItemWarps, kPadded> stages{
+      smem, locate, kv_rows.k, kv_rows.v, key_begin, key_end, step, p.dims};
   const PagesAhead<kKeys>* pages = kOneWarp ? &ahead : nullptr;
   if (num_tiles > 0) {
     if constexpr (kOneWarp) {
@@ -314,8 +338,9 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<DVO, kWarps, kItemWarps>,
   ptx::cp_async_commit();
   const bool rope = p.logits.rope;
   if (rope) {
-    for (int d = tile_thread<kItemWarps>(); d < DQK / 2; d += kThreads) {
-      freq[d] = p.logits.rope_rcp_scale * powf(p.logits.rope_rcp_theta, float(2 * d) / float(DQK));
+    const int rope_dims = kPadded ? p.dims.qk : DQK;  // RoPE's D: the problem's
+    for (int d = tile_thread<kItemWarps>(); d < rope_dims / 2; d += kThreads) {
+      freq[d] = p.logits.rope_rcp_scale * powf(p.logits.rope_rcp_theta, float(2 * d) / float(rope_dims));
     }
   }
   const ThreadRows<kMmaM> trows = thread_rows<kMmaM, kGeneral>(p, item, warp * kRowsPerWarp, lane, rows);
@@ -338,7 +363,7 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<DVO, kWarps, kItemWarps>,
     ptx::cp_async_commit();
     ptx::cp_async_wait_group<1>();
     tile_sync<kItemWarps>();
-    prepare_stage<TQ, TKV, DQK, DVO, kWarps, kMmaM, kItemWarps>(smem, rope, t, key0, item, rows,
+    prepare_stage<TQ, TKV, DQK, DVO, kWarps, kMmaM, kItemWarps, kPadded>(smem, rope, t, key0, item, rows,
                                                                p.heads.group_size, keys.mask);
     const unsigned k_off = L::kStaged ? 0u : unsigned((t & 1) * L::k_stage);
     const unsigned v_off = L::kStaged ? 0u : unsigned((t & 1) * L::v_stage);
@@ -351,16 +376,17 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<DVO, kWarps, kItemWarps>,
     warp_pv<T, kMmaM, kKeys, DVO, S::kVoFrags>(o, s, v_lane, v_off);
     tile_sync<kItemWarps>();  // every warp is done with this stage before it is refilled
   }
-  finish_item<DQK, DVO, TKV, kWarps, kMmaM, kItemWarps>(p, item, r, o, row_max, row_sum, logits.sc, rows,
+  finish_item<DQK, DVO, TKV, kWarps, kMmaM, kItemWarps, kPadded>(p, item, r, o, row_max, row_sum, logits.sc, rows,
                                                             num_tiles, smem_cta, smem, warp, slice, lane);
 }
 
 template <class TQ, class TKV, int DQK, int DVO, int kWarps, int kMmaM, bool kGeneral,
-          bool kItemWarps_ = false>
+          bool kItemWarps_ = false, bool kPadded = false>
 struct PrefillKernel {
-  static constexpr int kThreads = kWarps * 32;  // of one tile (of one item warp with kItemWarps)
+  // Of one tile (of one item warp with kItemWarps): its row warps and their column slices.
+  static constexpr int kThreads = PrefillShape<DQK, DVO, kWarps, kMmaM>::kThreads;
   static constexpr int kSmem = PrefillSmem<TKV, DQK, DVO, kWarps, kMmaM>::bytes;
-  static constexpr auto kernel = prefill_kernel<TQ, TKV, DQK, DVO, kWarps, kMmaM, kGeneral, kItemWarps_>;
+  static constexpr auto kernel = prefill_kernel<TQ, TKV, DQK, DVO, kWarps, kMmaM, kGeneral, kItemWarps_, kPadded>;
   // The item-warp instance: W warps per CTA, kTileSmem bytes each, up to kMaxItemWarps
   // or what the current device's shared memory per CTA allows.
   static constexpr bool kItemWarps = kItemWarps_;

@@ -27,14 +27,16 @@ __device__ __forceinline__ void store_row_lse(const AttentionKernelParams& p, co
 
 // Writes kRows staged rows of O (16-bit, D elements, swizzled 16-byte chunks) starting
 // at tile row first_row as whole 16-byte chunks, a row's head slice by consecutive
-// threads; t is the thread's index among the kThreads that write.
-template <int D, int kThreads, int kRows>
+// threads; t is the thread's index among the kThreads that write. kPadded: only the
+// problem's head_dim_vo columns (p.dims.vo) of the D staged.
+template <int D, int kThreads, int kRows, bool kPadded = false>
 __device__ __forceinline__ void write_staged_rows(const AttentionKernelParams& p, const detail::WorkItem& item,
                                                   const detail::RequestInfo& r, const unsigned char* stage,
                                                   int first_row, int rows, int t) {
   constexpr int kChunks = D / 8, kRowsPerPass = kThreads / kChunks;
   static_assert(kThreads % kChunks == 0, "whole rows per pass");
   const int chunk = t % kChunks;
+  if (kPadded && chunk >= p.dims.vo / 8) return;
 #pragma unroll
   for (int row = t / kChunks; row < kRows; row += kRowsPerPass) {
     const int i = first_row + row;
@@ -56,7 +58,8 @@ struct OutputSlice {
 
 // Epilogue: normalises and writes this thread's rows of O (or the partial state of
 // a split chunk) and LSE. Warp w owns tile rows [w * kRowsPerWarp, +kRowsPerWarp).
-template <int DVO, int kRowsPerWarp, int kMmaM, int kVoFrags>
+// kPadded: only the problem's head_dim_vo columns, partial states of that width.
+template <int DVO, int kRowsPerWarp, bool kPadded = false, int kMmaM, int kVoFrags>
 __device__ __forceinline__ void store_output(const AttentionKernelParams& p, const detail::WorkItem& item,
                                              const detail::RequestInfo& r, const float (&o)[kMmaM][kVoFrags][4],
                                              const float (&row_max)[kMmaM][2], const float (&row_sum)[kMmaM][2],
@@ -64,6 +67,8 @@ __device__ __forceinline__ void store_output(const AttentionKernelParams& p, con
                                              OutputSlice slice = {}) {
   const bool split = r.num_chunks > 1;
   const int col = slice.col0 + 2 * (lane % 4);
+  const int width = kPadded ? p.dims.vo : DVO;  // of O's rows and of the partial states'
+  const auto skipped = [&](int c) { return kPadded && slice.col0 + 8 * c >= width; };
 #pragma unroll
   for (int m = 0; m < kMmaM; ++m) {
 #pragma unroll
@@ -76,9 +81,10 @@ __device__ __forceinline__ void store_output(const AttentionKernelParams& p, con
       const float lse = sum != 0.0f ? row_max[m][h] * sc + __log2f(sum) : -INFINITY;
       if (split) {
         const std::int64_t prow = r.partial_begin + std::int64_t(item.chunk) * r.qo_len + tk;
-        float* po = p.schedule.partial_o + (prow * p.heads.num_qo_heads + head) * DVO + col;
+        float* po = p.schedule.partial_o + (prow * p.heads.num_qo_heads + head) * width + col;
 #pragma unroll
         for (int c = 0; c < kVoFrags; ++c) {
+          if (skipped(c)) continue;
           *reinterpret_cast<float2*>(po + 8 * c) = make_float2(o[m][c][2 * h] * norm, o[m][c][2 * h + 1] * norm);
         }
         if (lane % 4 == 0 && slice.lse) p.schedule.partial_lse[prow * p.heads.num_qo_heads + head] = lse;
@@ -87,6 +93,7 @@ __device__ __forceinline__ void store_output(const AttentionKernelParams& p, con
         std::uint16_t* out = output_row(p.out, orow, head) + col;
 #pragma unroll
         for (int c = 0; c < kVoFrags; ++c) {
+          if (skipped(c)) continue;
           *reinterpret_cast<std::uint32_t*>(out + 8 * c) =
               pack_output2(p.out, o[m][c][2 * h] * norm, o[m][c][2 * h + 1] * norm);
         }
@@ -131,7 +138,7 @@ __device__ __forceinline__ void stage_output_rows(const AttentionKernelParams& p
 // S = Q K^T is done) and writes them back as whole 16-byte chunks, a row's head slice
 // by consecutive lanes (the accumulator layout writes 4 bytes per lane, 8 rows per
 // store). `stage` is the warp's first row of the Q tile.
-template <int D, int kRowsPerWarp, int kMmaM, int kVoFrags>
+template <int D, int kRowsPerWarp, bool kPadded = false, int kMmaM, int kVoFrags>
 __device__ __forceinline__ void store_output_warp_staged(const AttentionKernelParams& p, const detail::WorkItem& item,
                                                          const detail::RequestInfo& r,
                                                          const float (&o)[kMmaM][kVoFrags][4],
@@ -141,7 +148,7 @@ __device__ __forceinline__ void store_output_warp_staged(const AttentionKernelPa
   static_assert(kVoFrags == D / 8);
   stage_output_rows<D, kRowsPerWarp>(p, item, r, o, row_max, row_sum, sc, rows, stage, warp, lane);
   __syncwarp();
-  write_staged_rows<D, 32, kRowsPerWarp>(p, item, r, stage, warp * kRowsPerWarp, rows, lane);
+  write_staged_rows<D, 32, kRowsPerWarp, kPadded>(p, item, r, stage, warp * kRowsPerWarp, rows, lane);
 }
 
 }  // namespace kvinfer::cuda

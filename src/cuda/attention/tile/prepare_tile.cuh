@@ -75,4 +75,38 @@ __device__ __forceinline__ void prepare_tile(unsigned char* tile, const unsigned
   }
 }
 
+// prepare_tile for rows of `dims` elements zero-padded to D (the padded tile): RoPE
+// pairs dim d with d + dims / 2, so the chunk pairs are (c, c + dims / 16); the
+// padding's chunks of a staged (fp8) tile are written as zeros, those of a 16-bit tile
+// are zeros already (the copies fill them). Each thread owns whole chunks.
+template <class T, class TIn, int kThreads, int kRows, int D, class Pos>
+__device__ __forceinline__ void prepare_padded_tile(unsigned char* tile, const unsigned char* raw, const float* freq,
+                                                    const Pos& pos, int dims) {
+  const int half = dims / 16;
+  for (int idx = int(threadIdx.x); idx < kRows * half; idx += kThreads) {
+    const int row = idx / half, c = idx % half;
+    float x[8], y[8];
+    uint4* px = reinterpret_cast<uint4*>(tile) + swizzled_chunk<D>(row, c);
+    uint4* py = reinterpret_cast<uint4*>(tile) + swizzled_chunk<D>(row, c + half);
+    if constexpr (sizeof(TIn) == 1) {
+      const auto* r = reinterpret_cast<const uint2*>(raw + row * D);
+      fp8_to_float<TIn>(r[c], x);
+      fp8_to_float<TIn>(r[c + half], y);
+    } else {
+      chunk_to_float<TIn>(*px, x);
+      chunk_to_float<TIn>(*py, y);
+    }
+    if (freq != nullptr) rope_pair(x, y, freq, c, pos(row));
+    *px = float_to_chunk<T>(x);
+    *py = float_to_chunk<T>(y);
+  }
+  if constexpr (sizeof(TIn) == 1) {
+    const int pad = D / 8 - 2 * half;
+    for (int idx = int(threadIdx.x); idx < kRows * pad; idx += kThreads) {
+      const int row = idx / pad, c = 2 * half + idx % pad;
+      reinterpret_cast<uint4*>(tile)[swizzled_chunk<D>(row, c)] = make_uint4(0u, 0u, 0u, 0u);
+    }
+  }
+}
+
 }  // namespace kvinfer::cuda
