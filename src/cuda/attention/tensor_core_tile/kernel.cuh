@@ -175,7 +175,7 @@ using MmaOperand = std::conditional_t<sizeof(TKV) == 2 && !std::is_same_v<TQ, TK
 template <class TQ, class TKV, int DQK, int DVO, int kWarps, int kMmaM, bool kItemWarps, bool kPadded = false>
 __device__ __forceinline__ void prepare_stage(unsigned char* smem, bool rope, int t, int key0,
                                               const detail::WorkItem& item, int rows, int group,
-                                              const detail::RequestMask& mask, HeadDims dims = {}) {
+                                              const detail::RequestMask& mask, HeadDims dims) {
   using S = PrefillShape<DQK, DVO, kWarps, kMmaM>;
   using L = PrefillSmem<TKV, DQK, DVO, kWarps, kMmaM>;
   using T = MmaOperand<TQ, TKV>;
@@ -364,7 +364,7 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<DVO, kWarps, kItemWarps>,
     ptx::cp_async_wait_group<1>();
     tile_sync<kItemWarps>();
     prepare_stage<TQ, TKV, DQK, DVO, kWarps, kMmaM, kItemWarps, kPadded>(smem, rope, t, key0, item, rows,
-                                                               p.heads.group_size, keys.mask);
+                                                                        p.heads.group_size, keys.mask, p.dims);
     const unsigned k_off = L::kStaged ? 0u : unsigned((t & 1) * L::k_stage);
     const unsigned v_off = L::kStaged ? 0u : unsigned((t & 1) * L::v_stage);
     float s[kMmaM][S::kKeyFrags][4];
