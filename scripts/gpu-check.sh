@@ -58,7 +58,7 @@ note() { echo "== gpu-check: $*" | tee -a "$out/build.log"; }
 } >"$out/build.log"
 deps_args=()
 [[ -d .deps ]] && deps_args=(-DKVINFER_DEPS_DIR="$PWD/.deps")
-note "configure ($build, KVINFER_INSTANCES=default, $jobs jobs)"
+note "configure ($build, KVINFER_INSTANCES=default unless KVINFER_CMAKE_ARGS says otherwise, $jobs jobs)"
 # shellcheck disable=SC2086  # KVINFER_CMAKE_ARGS is a list of words
 if ! cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVINFER_CUDA=ON -DKVINFER_INSTANCES=default \
     "${deps_args[@]}" ${KVINFER_CMAKE_ARGS:-} >>"$out/build.log" 2>&1; then
@@ -66,6 +66,7 @@ if ! cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVINFER_CUDA=O
   tail -40 "$out/build.log"
   exit 1
 fi
+note "instance preset: $(sed -n 's/^KVINFER_INSTANCES:STRING=//p' "$build/CMakeCache.txt")"
 build_start=$SECONDS
 # -k 0: one broken target (a benchmark being written) must not stop the others.
 if cmake --build "$build" -j "$jobs" -- -k 0 >>"$out/build.log" 2>&1; then

@@ -188,11 +188,11 @@ __device__ __forceinline__ void prepare_stage(unsigned char* smem, bool rope, in
     const int packed = item.row_begin + min(i, rows - 1);
     return float(mask.diagonal(packed / group));
   };
-  const int stage = t & 1;
-  const unsigned char* raw = smem + L::raw + stage * L::raw_stage;
-  unsigned char* k_tile = smem + L::k + (L::kStaged ? 0 : stage * L::k_stage);
   if constexpr (kPadded) {
     static_assert(!kItemWarps, "the padded tile has no item warps");
+    const int stage = t & 1;
+    const unsigned char* raw = smem + L::raw + stage * L::raw_stage;
+    unsigned char* k_tile = smem + L::k + (L::kStaged ? 0 : stage * L::k_stage);
     const auto no_pos = [](int) { return 0.0f; };
     if (t == 0 && (rope || kConvertQ)) {
       prepare_padded_tile<T, TQ, kThreads, S::kTileRows, DQK>(smem + L::q, nullptr, rope ? freq : nullptr, q_pos,
@@ -214,6 +214,9 @@ __device__ __forceinline__ void prepare_stage(unsigned char* smem, bool rope, in
   } else if (t == 0 && rope) {
     prepare_tile<T, T, kThreads, S::kTileRows, DQK, kItemWarps>(smem + L::q, nullptr, freq, q_pos);
   }
+  const int stage = t & 1;
+  const unsigned char* raw = smem + L::raw + stage * L::raw_stage;
+  unsigned char* k_tile = smem + L::k + (L::kStaged ? 0 : stage * L::k_stage);
   prepare_tile<T, TKV, kThreads, kKeys, DQK, kItemWarps>(k_tile, raw, rope ? freq : nullptr,
                                                          [&](int i) { return float(key0 + i); });
   if constexpr (L::kStaged) {
