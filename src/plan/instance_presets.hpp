@@ -9,12 +9,14 @@
 #include <vector>
 
 #include "plan/attention_selector.hpp"
+#include "plan/mla_selector.hpp"
 
 namespace kvinfer::detail {
 
 struct InstancePreset {
   std::string_view name;  // minimal, default, full: smallest first
   std::vector<AttentionInstance> instances;
+  std::vector<MlaInstance> mla;
 };
 
 std::span<const InstancePreset> instance_presets();

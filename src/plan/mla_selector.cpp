@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <string_view>
+
 #include "kvinfer/core/error.hpp"
+#include "plan/instance_presets.hpp"
 
 namespace kvinfer::detail {
 
@@ -16,12 +19,23 @@ KernelKey select_mla_kernel(const MLAProblem& pr, std::int64_t max_item_rows, co
       return {KernelFamily::kMla, int(i), rows};
     }
   }
+  // The smallest other preset with an instance of these dtypes, for the error.
+  std::string_view other;
+  for (const InstancePreset& preset : instance_presets()) {
+    if (!other.empty() || preset.name == caps.preset) continue;
+    for (const MlaInstance& inst : preset.mla) {
+      if (inst.q == pr.q_dtype && inst.kv == pr.kv_dtype) other = preset.name;
+    }
+  }
   throw Error("BatchMLAPagedAttention", "kernel",
               fmt::format("{} q, {} KV", dtype_name(pr.q_dtype), dtype_name(pr.kv_dtype)),
-              fmt::format("no CUDA MLA kernel for this configuration is compiled in the '{}' instance preset; "
-                          "configure with -DKVINFER_INSTANCES=default (fp16/bf16 q; KV of the query's type, "
-                          "float8_e4m3 or float8_e5m2)",
-                          caps.preset));
+              other.empty()
+                  ? fmt::format("no CUDA MLA kernel for this configuration in any instance preset (this build: "
+                                "'{}'); the CPU backend runs it",
+                                caps.preset)
+                  : fmt::format("no CUDA MLA kernel for this configuration is compiled in the '{}' instance preset; "
+                                "the '{}' preset has one (configure with -DKVINFER_INSTANCES={})",
+                                caps.preset, other, other));
 }
 
 }  // namespace kvinfer::detail

@@ -74,6 +74,22 @@ std::vector<MLACase> gpu_mla_case_list() {
     c.split.fixed_split_size = 128;
     c.o_dtype = DType::kF16;
   });
+  // fp16 with bf16 (the `full` preset; a skip in others): the mma in bf16, the q tile
+  // or each KV tile converted in place.
+  add("decode_h16_mixed_f16_q_bf16_kv", {1, 1, 1}, {1500, 40, 1}, 16, [](MLACase& c) {
+    c.q_dtype = c.o_dtype = DType::kF16;
+    c.kv_dtype = DType::kBF16;
+  });
+  add("decode_h128_mixed_bf16_q_f16_kv_split", {1, 1}, {4000, 300}, 128, [](MLACase& c) {
+    c.kv_dtype = DType::kF16;
+    c.o_dtype = DType::kF16;
+  });
+  add("prefill_h16_mixed_causal_no_kpe", {40, 9}, {300, 9}, 16, [](MLACase& c) {
+    c.q_dtype = c.o_dtype = DType::kF16;
+    c.kv_dtype = DType::kBF16;
+    c.causal = true;
+    c.head_dim_kpe = 0;
+  });
   return cases;
 }
 

@@ -55,6 +55,11 @@ TEST(MlaSelector, AnUncompiledConfigurationNamesThePreset) {
                         "'minimal' instance preset");
   testing::expect_error([&] { select_mla_kernel(problem(DType::kBF16, DType::kE4M3), 16, minimal); }, "kernel",
                         "-DKVINFER_INSTANCES=default");
+  // The smallest preset that has the dtypes (cmake/KvinferInstances.cmake's lists), or none.
+  testing::expect_error([&] { select_mla_kernel(problem(DType::kF16, DType::kBF16), 16, default_preset()); },
+                        "kernel", "'default' instance preset; the 'full' preset has one");
+  testing::expect_error([&] { select_mla_kernel(problem(DType::kE4M3, DType::kE4M3), 16, minimal); }, "kernel",
+                        "in any instance preset (this build: 'minimal')");
 }
 
 }  // namespace

@@ -176,14 +176,18 @@ Dense gather(const MLACase& c, const Built& b, std::int64_t r) {
 
 oracle::AttentionResult mla_naive_f32(const oracle::MLASpec& spec, std::span<const double> q_nope,
                                       std::span<const double> q_pe, std::span<const double> ckv_d,
-                                      std::span<const double> kpe_d, DType o_dtype) {
+                                      std::span<const double> kpe_d, DType o_dtype,
+                                      std::optional<DType> operands) {
+  const auto operand = [&](double x) { return operands ? round_to(float(x), *operands) : float(x); };
   const std::int64_t qo = spec.qo_len, kv = spec.kv_len, H = spec.num_heads, dc = spec.head_dim_ckv;
   const std::int64_t dp = spec.head_dim_kpe;
   const auto scale = float(spec.sm_scale);
   oracle::AttentionResult r;
   r.o.assign(std::size_t(qo * H * dc), 0.0);
   r.lse.assign(std::size_t(qo * H), kNegInf);
-  const std::vector<float> ckv(ckv_d.begin(), ckv_d.end()), kpe(kpe_d.begin(), kpe_d.end());
+  std::vector<float> ckv, kpe;
+  for (double x : ckv_d) ckv.push_back(operand(x));
+  for (double x : kpe_d) kpe.push_back(operand(x));
   std::vector<float> s(static_cast<std::size_t>(kv)), acc(static_cast<std::size_t>(dc));
   for (std::int64_t i = 0; i < qo; ++i) {
     const std::int64_t last = spec.causal ? std::min(kv, i + kv - qo + 1) : kv;  // keys [0, last)
@@ -192,8 +196,8 @@ oracle::AttentionResult mla_naive_f32(const oracle::MLASpec& spec, std::span<con
       float m = -std::numeric_limits<float>::infinity();
       for (std::int64_t j = 0; j < last; ++j) {
         float dot = 0;
-        for (std::int64_t e = 0; e < dc; ++e) dot += float(q_nope[(i * H + h) * dc + e]) * ckv[j * dc + e];
-        for (std::int64_t e = 0; e < dp; ++e) dot += float(q_pe[(i * H + h) * dp + e]) * kpe[j * dp + e];
+        for (std::int64_t e = 0; e < dc; ++e) dot += operand(q_nope[(i * H + h) * dc + e]) * ckv[j * dc + e];
+        for (std::int64_t e = 0; e < dp; ++e) dot += operand(q_pe[(i * H + h) * dp + e]) * kpe[j * dp + e];
         s[j] = dot * scale;
         m = std::max(m, s[j]);
       }
@@ -286,7 +290,9 @@ CaseReport run_mla_case(const MLACase& c, Device device) {
                                .causal = c.causal,
                                .sm_scale = double(effective_sm_scale(c))};
     const oracle::AttentionResult ref = oracle::mla_attention(spec, d.q_nope, d.q_pe, d.ckv, d.kpe);
-    const oracle::AttentionResult naive = mla_naive_f32(spec, d.q_nope, d.q_pe, d.ckv, d.kpe, c.o_dtype);
+    const bool mixed = !is_fp8(c.kv_dtype) && c.kv_dtype != c.q_dtype;
+    const oracle::AttentionResult naive = mla_naive_f32(spec, d.q_nope, d.q_pe, d.ckv, d.kpe, c.o_dtype,
+                                                        mixed ? std::optional(DType::kBF16) : std::nullopt);
     std::vector<double> o, lse;
     for (std::int64_t i = b.qo_indptr[r]; i < b.qo_indptr[r + 1]; ++i)
       for (std::int64_t h = 0; h < H; ++h) {

@@ -69,9 +69,11 @@ CaseOutput run_mla_case_raw(const MLACase& c, Device device);
 
 // The fp32 naive MLA of one request on inputs already in their stored precision
 // (scales applied), output rounded to o_dtype: the "naive" of the tolerance model.
+// Where fp16 and bf16 mix, the products take bf16 (`operands`: every input rounded to it).
 oracle::AttentionResult mla_naive_f32(const oracle::MLASpec& spec, std::span<const double> q_nope,
                                       std::span<const double> q_pe, std::span<const double> ckv,
-                                      std::span<const double> kpe, DType o_dtype);
+                                      std::span<const double> kpe, DType o_dtype,
+                                      std::optional<DType> operands = std::nullopt);
 
 // Adds one request to a report: o [qo, H, D] and lse [qo, H] (empty: not checked) as
 // read back from a wrapper, against the oracle and the naive result. lse_factor

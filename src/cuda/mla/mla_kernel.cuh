@@ -17,7 +17,8 @@
 //    row block compute the same row maxima and sums from the same S, so no
 //    reduction across warps is needed at the end.
 // fp8 KV lands in a staging tile and is converted (exactly) to fp16, in which the
-// mma then runs (a bf16 q tile is converted once per item, mla_q_to_half).
+// mma then runs (a bf16 q tile is converted once per item, mla_q_to_half); fp16 and
+// bf16 mixed run the mma in bf16, the fp16 side converted in place (mla_half_to_bf16).
 // The next tiles stream in (cp.async, a ring of stages) while one is computed. Items
 // of 16 rows (decode with 16 heads) are bound by the chain of each tile (copy issue,
 // S, two barriers (three for fp8), softmax, P V: ~470 instructions per warp at ~8
@@ -95,7 +96,7 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads,
   MlaKeyRow next_row = mla_first_key_row<L>(p, keys);
   for (int tile = 0; tile < keys.num_tiles; ++tile) {
     const int key0 = keys.key_begin + tile * S::kKeys;
-    const unsigned char* kv = mla_next_tile<TKV, L>(p, keys, smem, tile, next_row);
+    const unsigned char* kv = mla_next_tile<T, TKV, L>(p, keys, smem, tile, next_row);
     float sacc[S::kUnitsPerWarp][2][4] = {}, v[4];
     mla_scores<T>(s_role, kv, sacc, v, s_buf, nope_scale, pe_scale, g, t);
     __syncthreads();

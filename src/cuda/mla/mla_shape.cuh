@@ -47,9 +47,12 @@ struct MlaShape {
   static_assert(kThreadsPerKey == 8);
 };
 
-// The mma operand type: the query's, or fp16 for fp8 KV (mla_q_to_half).
+// The mma operand type: the query's, fp16 for fp8 KV (mla_q_to_half), and bf16 where
+// fp16 and bf16 mix (the `full` preset: the fp16 side converted to bf16, whose range
+// holds it; docs/semantics.md, "Mixed fp16 and bf16").
 template <class TQ, class TKV>
-using MlaMmaType = std::conditional_t<sizeof(TKV) == 1, __half, TQ>;
+using MlaMmaType = std::conditional_t<sizeof(TKV) == 1, __half,
+                                      std::conditional_t<std::is_same_v<TQ, TKV>, TQ, __nv_bfloat16>>;
 
 // Byte offsets of the shared-memory regions: the q tile, the S exchange, the tiles
 // the copies land in (a ring of kStages: compute tiles for 16-bit KV; for fp8 staging

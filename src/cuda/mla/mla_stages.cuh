@@ -148,6 +148,22 @@ __device__ __forceinline__ float mla_q_to_half(unsigned char* q_tile, float* scr
   return q_scale;
 }
 
+// Converts a 16-bit fp16 tile of `chunks` 16-byte chunks to bf16 in place, each chunk by
+// one thread (mixed fp16/bf16: the q tile once, or each KV tile). No barrier.
+template <class S>
+__device__ __forceinline__ void mla_half_to_bf16(unsigned char* tile, int chunks) {
+  for (int i = int(threadIdx.x); i < chunks; i += S::kThreads) {
+    uint4 v = reinterpret_cast<const uint4*>(tile)[i];
+    auto* w = reinterpret_cast<std::uint32_t*>(&v);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float2 x = __half22float2(*reinterpret_cast<const __half2*>(&w[j]));
+      w[j] = mma::pack2<__nv_bfloat16>(x.x, x.y);
+    }
+    reinterpret_cast<uint4*>(tile)[i] = v;
+  }
+}
+
 // The stage of the ring that tile `tile` lands in.
 template <class L>
 __device__ __forceinline__ unsigned char* mla_stage(unsigned char* smem, int tile) {
@@ -156,7 +172,8 @@ __device__ __forceinline__ unsigned char* mla_stage(unsigned char* smem, int til
 
 // The prologue: one commit group for q, then one per tile (empty past the last),
 // kStages - 1 ahead. With fp8 KV and a bf16 query the q tile, once landed, is
-// converted to fp16 (mla_q_to_half). Returns q_scale (1 but there).
+// converted to fp16 (mla_q_to_half); an fp16 query over bf16 KV to bf16. Returns q_scale
+// (1 but for mla_q_to_half).
 template <class T, class TQ, class TKV, class L>
 __device__ __forceinline__ float mla_start(const MlaKernelParams& p, const detail::WorkItem& item,
                                            const detail::RequestInfo& r, int rows, const MlaKeys& keys,
@@ -175,7 +192,12 @@ __device__ __forceinline__ float mla_start(const MlaKernelParams& p, const detai
   if constexpr (!std::is_same_v<T, TQ>) {
     ptx::cp_async_wait_group<L::kStages - 1>();  // the q tile (this thread's copies)
     __syncthreads();
-    q_scale = mla_q_to_half<S>(smem + L::q, reinterpret_cast<float*>(smem + L::s));
+    if constexpr (sizeof(TKV) == 1) {
+      q_scale = mla_q_to_half<S>(smem + L::q, reinterpret_cast<float*>(smem + L::s));
+    } else {
+      mla_half_to_bf16<S>(smem + L::q, S::kRows * S::kDqk / 8);
+      __syncthreads();
+    }
   }
   return q_scale;
 }
@@ -189,9 +211,10 @@ __device__ __forceinline__ MlaKeyRow mla_first_key_row(const MlaKernelParams& p,
 
 // Tile `tile` of the main loop, ready for S and P V: waits for its copies, issues the
 // copy kStages - 1 tiles ahead with next_row, then looks up the key row of the copy
-// after it into next_row; fp8 KV: converts the tile into the compute tile. Returns the
-// tile: K by its kDqk columns, V by its first 512.
-template <class TKV, class L>
+// after it into next_row; fp8 KV: converts the tile into the compute tile, fp16 KV
+// under a bf16 mma (T) converts it in place. Returns the tile: K by its kDqk columns,
+// V by its first 512.
+template <class T, class TKV, class L>
 __device__ __forceinline__ unsigned char* mla_next_tile(const MlaKernelParams& p, const MlaKeys& keys,
                                                         unsigned char* smem, int tile, MlaKeyRow& next_row) {
   using S = typename L::S;
@@ -207,6 +230,9 @@ __device__ __forceinline__ unsigned char* mla_next_tile(const MlaKernelParams& p
   if constexpr (L::kStaged) {
     mla_convert_kv<TKV, S>(smem + L::compute, kv);
     kv = smem + L::compute;
+    __syncthreads();
+  } else if constexpr (!std::is_same_v<T, TKV>) {
+    mla_half_to_bf16<S>(kv, S::kKeys * S::kDqk / 8);
     __syncthreads();
   }
   return kv;
