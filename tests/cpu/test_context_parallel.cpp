@@ -3,7 +3,8 @@
 // (shard_page_table, contiguous and striped), each rank's decode with LSE, the ranks'
 // states merged by merge_states, against attention over the whole cache in float64.
 // With empty shards (more ranks than a request's pages, an empty request), a request's
-// partial last page on whichever rank holds it, and one rank.
+// partial last page on whichever rank holds it, and one rank. Causal prefill across
+// two ranks (striped chunks) with the masks the API has.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -106,6 +107,96 @@ TEST(ContextParallel, ShardedDecodeMergedEqualsTheWholeCache) {
                 << "request " << b << " head " << h << " dim " << d;
           }
         }
+      }
+    }
+  }
+}
+
+// Rows [begin, end) of a [tokens, heads, D] bf16 tensor, as a tensor of their own.
+Tensor rows_of(const Tensor& t, std::int64_t begin, std::int64_t end) {
+  const std::int64_t row = t.size(1) * t.size(2);
+  Tensor out = Tensor::empty({end - begin, t.size(1), t.size(2)}, DType::kBF16);
+  std::copy_n(t.data_as<const std::uint16_t>() + begin * row, (end - begin) * row, out.data_as<std::uint16_t>());
+  return out;
+}
+
+// Causal prefill of one prompt across two ranks, load-balanced as striped attention
+// does: the prompt in four chunks of unequal lengths (77, 73, 81, 69), rank 0 holding
+// chunks 0 and 3, rank 1 chunks 1 and 2, so that each computes five (query chunk, key
+// chunk) blocks. Query chunk c sees key chunks before it whole (no mask) and its own
+// under the causal mask: a chunk against itself has qo_len == kv_len, where the
+// bottom-right diagonal is the prompt's. Each block's state (o, LSE) is a partial
+// state of chunk c's rows, and merge_states over a row's blocks gives causal attention
+// over the whole prompt, in float64 here.
+TEST(ContextParallel, CausalPrefillOverTwoRanksMergedEqualsTheWholePrompt) {
+  Rng rng(13);
+  const std::vector<std::int64_t> bounds{0, 77, 150, 231, 300};
+  const std::int64_t len = bounds.back();
+  const Tensor q = random_bf16({len, kHq, kD}, rng), k = random_bf16({len, kHk, kD}, rng),
+               v = random_bf16({len, kHk, kD}, rng);
+  const std::vector<std::vector<int>> chunks_of_rank{{0, 3}, {1, 2}};
+  Tensor merged = Tensor::empty({len, kHq, kD}, DType::kF32), merged_lse = Tensor::empty({len, kHq}, DType::kF32);
+  std::vector<int> blocks(chunks_of_rank.size(), 0);
+  for (std::size_t rank = 0; rank < chunks_of_rank.size(); ++rank) {
+    for (const int c : chunks_of_rank[rank]) {
+      const std::int64_t qo = bounds[std::size_t(c) + 1] - bounds[std::size_t(c)];
+      const Tensor qc = rows_of(q, bounds[std::size_t(c)], bounds[std::size_t(c) + 1]);
+      Tensor states = Tensor::empty({qo, c + 1, kHq, kD}, DType::kF32), lses = Tensor::empty({qo, c + 1, kHq}, DType::kF32);
+      for (int kc = 0; kc <= c; ++kc) {  // the key chunks reach the rank in ring order
+        const std::int64_t kv = bounds[std::size_t(kc) + 1] - bounds[std::size_t(kc)];
+        const Tensor qo_indptr = int32_tensor({0, std::int32_t(qo)}), kv_indptr = int32_tensor({0, std::int32_t(kv)});
+        BatchPrefillWithRaggedKVCache w;
+        w.plan({.qo_indptr = qo_indptr, .kv_indptr = kv_indptr, .num_qo_heads = kHq, .num_kv_heads = kHk,
+                .head_dim_qk = kD,
+                .options = {.mask_mode = kc == c ? MaskMode::kCausal : MaskMode::kNone}});
+        Tensor out = Tensor::empty({qo, kHq, kD}, DType::kBF16), lse = Tensor::empty({qo, kHq}, DType::kF32);
+        w.run(qc, rows_of(k, bounds[std::size_t(kc)], bounds[std::size_t(kc) + 1]),
+              rows_of(v, bounds[std::size_t(kc)], bounds[std::size_t(kc) + 1]), out, {.lse = lse});
+        ++blocks[rank];
+        for (std::int64_t i = 0; i < qo; ++i) {
+          for (std::int64_t h = 0; h < kHq; ++h) {
+            lses.data_as<float>()[(i * (c + 1) + kc) * kHq + h] = lse.data_as<const float>()[i * kHq + h];
+            for (std::int64_t d = 0; d < kD; ++d) {
+              states.data_as<float>()[((i * (c + 1) + kc) * kHq + h) * kD + d] =
+                  bf16_to_f32(out.data_as<const std::uint16_t>()[(i * kHq + h) * kD + d]);
+            }
+          }
+        }
+      }
+      Tensor o_c = Tensor::empty({qo, kHq, kD}, DType::kF32), lse_c = Tensor::empty({qo, kHq}, DType::kF32);
+      merge_states(states, lses, o_c, lse_c);
+      std::copy_n(o_c.data_as<const float>(), qo * kHq * kD, merged.data_as<float>() + bounds[std::size_t(c)] * kHq * kD);
+      std::copy_n(lse_c.data_as<const float>(), qo * kHq, merged_lse.data_as<float>() + bounds[std::size_t(c)] * kHq);
+    }
+  }
+  EXPECT_EQ(blocks, (std::vector<int>{5, 5})) << "the striped assignment balances the blocks";
+  const auto* qp = q.data_as<const std::uint16_t>();
+  const auto* kp = k.data_as<const std::uint16_t>();
+  const auto* vp = v.data_as<const std::uint16_t>();
+  for (std::int64_t i = 0; i < len; ++i) {
+    for (std::int64_t h = 0; h < kHq; ++h) {
+      const std::int64_t g = h / (kHq / kHk);
+      std::vector<double> logit(std::size_t(i + 1)), want(kD, 0.0);
+      double mx = -INFINITY, sum = 0;
+      for (std::int64_t j = 0; j <= i; ++j) {
+        double dot = 0;
+        for (std::int64_t d = 0; d < kD; ++d) {
+          dot += double(bf16_to_f32(qp[(i * kHq + h) * kD + d])) * double(bf16_to_f32(kp[(j * kHk + g) * kD + d]));
+        }
+        logit[std::size_t(j)] = dot / std::sqrt(double(kD));
+        mx = std::max(mx, logit[std::size_t(j)]);
+      }
+      for (std::int64_t j = 0; j <= i; ++j) {
+        const double w = std::exp(logit[std::size_t(j)] - mx);
+        sum += w;
+        for (std::int64_t d = 0; d < kD; ++d) want[std::size_t(d)] += w * double(bf16_to_f32(vp[(j * kHk + g) * kD + d]));
+      }
+      EXPECT_NEAR(merged_lse.data_as<const float>()[i * kHq + h], (mx + std::log(sum)) / std::log(2.0), 1e-3)
+          << "row " << i << " head " << h;
+      for (std::int64_t d = 0; d < kD; ++d) {
+        ASSERT_NEAR(merged.data_as<const float>()[(i * kHq + h) * kD + d], want[std::size_t(d)] / sum,
+                    8e-3 * (1.0 + std::abs(want[std::size_t(d)] / sum)))
+            << "row " << i << " head " << h << " dim " << d;
       }
     }
   }
