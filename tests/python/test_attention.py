@@ -70,6 +70,24 @@ def test_decode_matches_reference(rng, layout, combined, page_size, hq, hk):
     assert (out[1] == 0).all() and np.isneginf(lse[1]).all()  # the empty request
 
 
+@pytest.mark.parametrize("d", [16, 96, 512])
+def test_decode_head_dims(rng, d):
+    """Head dims beyond 64/128/256: any multiple of 16 up to 512 (on CUDA, 512 in the
+    `default` preset, the others in `full`)."""
+    page_size, hq, hk = 16, 8, 2
+    kv_lens = [40, 0, 17]
+    table, cache, k4, v4 = fp16_pool(rng, kv_lens, page_size, hk, d)
+    q = ref.make(rng, (len(kv_lens), hq, d))
+    w = kvinfer.BatchDecodeWithPagedKVCacheWrapper(workspace())
+    w.plan(*table[:3], hq, hk, d, page_size, q_data_type="float16", pos_encoding_mode="ROPE_LLAMA")
+    out, lse = w.run(q, cache, return_lse=True)
+    o_ref, lse_ref = paged_reference(q, k4, v4, indptr_of([1] * 3), table, "NHD", "float16",
+                                     pos_encoding="ROPE_LLAMA")
+    assert out.shape == (len(kv_lens), hq, d)
+    assert_close(out, o_ref, ATOL["float16"], "out")
+    assert_close(lse, lse_ref, LSE_ATOL, "lse")
+
+
 @pytest.mark.parametrize("options", [
     dict(window_left=20), dict(logits_soft_cap=5.0), dict(sm_scale=0.3), dict(pos_encoding_mode="ROPE_LLAMA"),
     dict(pos_encoding_mode="ALIBI"), dict(pos_encoding_mode="ROPE_LLAMA", rope_theta=5e5, rope_scale=2.0)])
