@@ -12,12 +12,25 @@
 namespace kvinfer::testing {
 namespace {
 
+// Every KV dtype, in the order the grids take them by case number.
+constexpr DType kKvTypes[] = {DType::kBF16, DType::kF16, DType::kE4M3, DType::kE5M2};
+
+// The decode grids' layout, cache form, strides and dtypes by case number n: every KV
+// dtype, q (and o) of the KV's type where it is 16-bit.
+void storage_and_dtypes(AttentionCase& c, int n) {
+  c.layout = n % 2 ? KVLayout::kHND : KVLayout::kNHD;
+  c.combined_cache = n % 3 != 0;
+  c.strided = n % 5 == 0;
+  c.kv_dtype = kKvTypes[n % 4];
+  c.q_dtype = c.o_dtype = (c.kv_dtype == DType::kF16 || n % 3 == 1) ? DType::kF16 : DType::kBF16;
+  if (c.kv_dtype == DType::kF16 || c.kv_dtype == DType::kBF16) c.q_dtype = c.o_dtype = c.kv_dtype;
+}
+
 std::vector<AttentionCase> decode_cases() {
   std::vector<AttentionCase> cases;
   for (const AttentionCase& c : attention_case_list()) {
     if (c.wrapper == Wrapper::kDecode) cases.push_back(c);
   }
-  const DType kv_types[] = {DType::kBF16, DType::kF16, DType::kE4M3, DType::kE5M2};
   int n = 0;
   for (int group : {1, 2, 3, 4, 5, 6, 7, 8, 16}) {
     for (int d : {64, 128, 256}) {
@@ -32,12 +45,7 @@ std::vector<AttentionCase> decode_cases() {
         c.kv_lens.push_back(b == 1 ? 0 : (n * 131 + b * 977) % 3000 + (b % 3 == 0 ? 1 : 17));
       }
       c.page_size = std::array{1, 5, 16, 64}[n % 4];
-      c.layout = n % 2 ? KVLayout::kHND : KVLayout::kNHD;
-      c.combined_cache = n % 3 != 0;
-      c.strided = n % 5 == 0;
-      c.kv_dtype = kv_types[n % 4];
-      c.q_dtype = c.o_dtype = (c.kv_dtype == DType::kF16 || n % 3 == 1) ? DType::kF16 : DType::kBF16;
-      if (c.kv_dtype == DType::kF16 || c.kv_dtype == DType::kBF16) c.q_dtype = c.o_dtype = c.kv_dtype;
+      storage_and_dtypes(c, n);
       if (n % 4 == 2) c.o_dtype = other_half_dtype(c.q_dtype);
       vary_options(c, n);
       if (n % 4 == 1) c.split.fixed_split_size = 256;
@@ -63,12 +71,7 @@ std::vector<AttentionCase> decode_cases() {
         c.kv_lens.push_back(b == 1 ? 0 : (n * 211 + b * 977) % 2500 + (b % 3 == 0 ? 1 : 17));
       }
       c.page_size = std::array{16, 5, 1, 64}[n % 4];
-      c.layout = n % 2 ? KVLayout::kHND : KVLayout::kNHD;
-      c.combined_cache = n % 3 != 0;
-      c.strided = n % 5 == 0;
-      c.kv_dtype = kv_types[n % 4];
-      c.q_dtype = c.o_dtype = (c.kv_dtype == DType::kF16 || n % 3 == 1) ? DType::kF16 : DType::kBF16;
-      if (c.kv_dtype == DType::kF16 || c.kv_dtype == DType::kBF16) c.q_dtype = c.o_dtype = c.kv_dtype;
+      storage_and_dtypes(c, n);
       if (n % 4 == 3) c.o_dtype = other_half_dtype(c.q_dtype);
       vary_options(c, n);
       if (n % 3 == 2) c.split.fixed_split_size = 256;
@@ -109,7 +112,7 @@ std::vector<AttentionCase> decode_cases() {
     c.num_kv_heads = group == 16 ? 1 : 2;
     c.num_qo_heads = c.num_kv_heads * group;
     c.head_dim_qk = c.head_dim_vo = d;
-    c.kv_dtype = kv_types[n % 4];
+    c.kv_dtype = kKvTypes[n % 4];
     c.q_dtype = c.o_dtype = (c.kv_dtype == DType::kF16 || n % 3 == 1) ? DType::kF16 : DType::kBF16;
     if (n % 4 == 1) c.o_dtype = other_half_dtype(c.q_dtype);
     c.qo_lens.assign(3, 1);

@@ -19,12 +19,30 @@
 namespace kvinfer::testing {
 namespace {
 
+// Every KV dtype, in the order the grids take them by case number.
+constexpr DType kKvTypes[] = {DType::kBF16, DType::kF16, DType::kE4M3, DType::kE5M2};
+
+// The prefill grids' layout, cache form, strides and dtypes by case number n: every KV
+// dtype; q (and o) fp16 with fp16 KV and one fp8 case in three, else bf16.
+void storage_and_dtypes(AttentionCase& c, int n) {
+  c.layout = (n / 2) % 2 ? KVLayout::kHND : KVLayout::kNHD;
+  c.combined_cache = n % 3 != 1;
+  c.strided = n % 5 == 0;
+  c.kv_dtype = kKvTypes[n % 4];
+  c.q_dtype = c.o_dtype = (c.kv_dtype == DType::kF16 || (is_fp8(c.kv_dtype) && n % 3 == 1)) ? DType::kF16 : DType::kBF16;
+}
+
+// The mask by case number n: causal, none, custom (packed in plan() or given packed).
+void mask_of_case(AttentionCase& c, int n) {
+  c.options.mask_mode = std::array{MaskMode::kCausal, MaskMode::kNone, MaskMode::kCustom}[n % 3];
+  c.packed_mask = n % 2 == 0;
+}
+
 std::vector<AttentionCase> prefill_cases() {
   std::vector<AttentionCase> cases;
   for (const AttentionCase& c : attention_case_list()) {
     if (c.wrapper != Wrapper::kDecode) cases.push_back(c);
   }
-  const DType kv_types[] = {DType::kBF16, DType::kF16, DType::kE4M3, DType::kE5M2};
   int n = 0;
   for (int group : {1, 2, 3, 4, 5, 6, 7, 8, 16}) {
     for (int d : {64, 128, 256}) {
@@ -40,15 +58,10 @@ std::vector<AttentionCase> prefill_cases() {
         c.qo_lens.push_back(n % 3 == 0 ? std::max(0, kv - b) : 1 + (n * 37 + b * 11) % 150);
       }
       c.page_size = std::array{1, 5, 16}[n % 3];
-      c.layout = (n / 2) % 2 ? KVLayout::kHND : KVLayout::kNHD;
-      c.combined_cache = n % 3 != 1;
-      c.strided = n % 5 == 0;
-      c.kv_dtype = kv_types[n % 4];
-      c.q_dtype = c.o_dtype = (c.kv_dtype == DType::kF16 || (is_fp8(c.kv_dtype) && n % 3 == 1)) ? DType::kF16 : DType::kBF16;
+      storage_and_dtypes(c, n);
       if (n % 4 == 2) c.o_dtype = other_half_dtype(c.q_dtype);
       vary_options(c, n);
-      c.options.mask_mode = std::array{MaskMode::kCausal, MaskMode::kNone, MaskMode::kCustom}[n % 3];
-      c.packed_mask = n % 2 == 0;
+      mask_of_case(c, n);
       if (n % 4 == 1) c.split.fixed_split_size = 128;
       c.seed = 700 + n;
       cases.push_back(c);
@@ -72,15 +85,10 @@ std::vector<AttentionCase> prefill_cases() {
         c.qo_lens.push_back(n % 3 == 0 ? std::max(0, kv - b) : 1 + (n * 37 + b * 11) % 100);
       }
       c.page_size = std::array{16, 1, 5}[n % 3];
-      c.layout = (n / 2) % 2 ? KVLayout::kHND : KVLayout::kNHD;
-      c.combined_cache = n % 3 != 1;
-      c.strided = n % 5 == 0;
-      c.kv_dtype = kv_types[n % 4];
-      c.q_dtype = c.o_dtype = (c.kv_dtype == DType::kF16 || (is_fp8(c.kv_dtype) && n % 3 == 1)) ? DType::kF16 : DType::kBF16;
+      storage_and_dtypes(c, n);
       if (n % 4 == 1) c.o_dtype = other_half_dtype(c.q_dtype);
       vary_options(c, n);
-      c.options.mask_mode = std::array{MaskMode::kCausal, MaskMode::kNone, MaskMode::kCustom}[n % 3];
-      c.packed_mask = n % 2 == 0;
+      mask_of_case(c, n);
       if (n % 4 == 2) c.split.fixed_split_size = 128;
       c.with_lse = n % 2 == 1;
       c.seed = 1700 + n;
@@ -129,7 +137,7 @@ std::vector<AttentionCase> prefill_cases() {
     c.num_qo_heads = c.num_kv_heads * (1 + n % 4);
     c.head_dim_qk = dqk;
     c.head_dim_vo = dvo;
-    c.kv_dtype = std::array{DType::kBF16, DType::kF16, DType::kE4M3, DType::kE5M2}[n % 4];
+    c.kv_dtype = kKvTypes[n % 4];
     c.q_dtype = c.o_dtype = n % 3 == 0 ? DType::kF16 : DType::kBF16;
     if (n % 5 == 2) c.o_dtype = other_half_dtype(c.q_dtype);
     const int batch = 1 + n % 3;

@@ -49,6 +49,28 @@ __device__ __forceinline__ void rope_pair(float (&x)[8], float (&y)[8], const fl
   }
 }
 
+// Chunk pair (c, c + half) of tile row `row` (16-bit rows of D elements, swizzled)
+// made ready in place: read from the fp8 staging row (TIn fp8, raw) or the tile (TIn),
+// rotated by RoPE at position pos(row) where freq != null, written back as T.
+template <class T, class TIn, int D, class Pos>
+__device__ __forceinline__ void prepare_chunk_pair(unsigned char* tile, const unsigned char* raw, const float* freq,
+                                                   const Pos& pos, int row, int c, int half) {
+  float x[8], y[8];
+  uint4* px = reinterpret_cast<uint4*>(tile) + swizzled_chunk<D>(row, c);
+  uint4* py = reinterpret_cast<uint4*>(tile) + swizzled_chunk<D>(row, c + half);
+  if constexpr (sizeof(TIn) == 1) {
+    const auto* r = reinterpret_cast<const uint2*>(raw + row * D);
+    fp8_to_float<TIn>(r[c], x);
+    fp8_to_float<TIn>(r[c + half], y);
+  } else {
+    chunk_to_float<TIn>(*px, x);
+    chunk_to_float<TIn>(*py, y);
+  }
+  if (freq != nullptr) rope_pair(x, y, freq, c, pos(row));
+  *px = float_to_chunk<T>(x);
+  *py = float_to_chunk<T>(y);
+}
+
 // Makes a 16-bit compute tile of kRows rows of T ready in place: converts it from the
 // fp8 staging tile (TIn fp8, raw != null) or from the other 16-bit type it holds (TIn),
 // and/or rotates it by RoPE (freq != null) at position pos(row). Each thread owns
@@ -57,21 +79,7 @@ template <class T, class TIn, int kThreads, int kRows, int D, bool kItemWarps = 
 __device__ __forceinline__ void prepare_tile(unsigned char* tile, const unsigned char* raw, const float* freq, const Pos& pos) {
   constexpr int kHalf = D / 16;  // chunk pairs per row
   for (int idx = tile_thread<kItemWarps>(); idx < kRows * kHalf; idx += kThreads) {
-    const int row = idx / kHalf, c = idx % kHalf;
-    float x[8], y[8];
-    uint4* px = reinterpret_cast<uint4*>(tile) + swizzled_chunk<D>(row, c);
-    uint4* py = reinterpret_cast<uint4*>(tile) + swizzled_chunk<D>(row, c + kHalf);
-    if constexpr (sizeof(TIn) == 1) {
-      const auto* r = reinterpret_cast<const uint2*>(raw + row * D);
-      fp8_to_float<TIn>(r[c], x);
-      fp8_to_float<TIn>(r[c + kHalf], y);
-    } else {
-      chunk_to_float<TIn>(*px, x);
-      chunk_to_float<TIn>(*py, y);
-    }
-    if (freq != nullptr) rope_pair(x, y, freq, c, pos(row));
-    *px = float_to_chunk<T>(x);
-    *py = float_to_chunk<T>(y);
+    prepare_chunk_pair<T, TIn, D>(tile, raw, freq, pos, idx / kHalf, idx % kHalf, kHalf);
   }
 }
 
@@ -84,21 +92,7 @@ __device__ __forceinline__ void prepare_padded_tile(unsigned char* tile, const u
                                                     const Pos& pos, int dims) {
   const int half = dims / 16;
   for (int idx = int(threadIdx.x); idx < kRows * half; idx += kThreads) {
-    const int row = idx / half, c = idx % half;
-    float x[8], y[8];
-    uint4* px = reinterpret_cast<uint4*>(tile) + swizzled_chunk<D>(row, c);
-    uint4* py = reinterpret_cast<uint4*>(tile) + swizzled_chunk<D>(row, c + half);
-    if constexpr (sizeof(TIn) == 1) {
-      const auto* r = reinterpret_cast<const uint2*>(raw + row * D);
-      fp8_to_float<TIn>(r[c], x);
-      fp8_to_float<TIn>(r[c + half], y);
-    } else {
-      chunk_to_float<TIn>(*px, x);
-      chunk_to_float<TIn>(*py, y);
-    }
-    if (freq != nullptr) rope_pair(x, y, freq, c, pos(row));
-    *px = float_to_chunk<T>(x);
-    *py = float_to_chunk<T>(y);
+    prepare_chunk_pair<T, TIn, D>(tile, raw, freq, pos, idx / half, idx % half, half);
   }
   if constexpr (sizeof(TIn) == 1) {
     const int pad = D / 8 - 2 * half;
