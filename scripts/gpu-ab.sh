@@ -5,8 +5,9 @@
 # to the machine), all built with the `default` instances, each benchmark run in
 # alternating rounds (A B1 B2, B1 B2 A, B2 A B1, ...) so that clock and thermal drift
 # and the position in a round fall on every side alike.
-# Usage: scripts/gpu-ab.sh OUTDIR B_TREE[,B_TREE...] BENCH [BENCH...]
-# Each tree builds the named benchmarks' targets only (all of it where its tests run).
+# Usage: scripts/gpu-ab.sh OUTDIR B_TREE[,B_TREE...] BENCH[:FILTER] [BENCH[:FILTER]...]
+# Each tree builds the named benchmarks' targets only (all of it where its tests run);
+# BENCH:FILTER runs that benchmark with --filter FILTER (KVINFER_AB_FILTER otherwise).
 #   e.g. scripts/gpu-ab.sh out .ab/b1,.ab/b2 bench_decode bench_prefill
 # Environment: KVINFER_AB_ROUNDS (2), KVINFER_AB_FILTER (a --filter for every benchmark),
 # KVINFER_AB_TESTS=1 also runs the last B tree's GPU tests (ctest -L gpu), =all every B tree's.
@@ -27,7 +28,7 @@ deps_args=()
 [[ -d .deps ]] && deps_args=(-DKVINFER_DEPS_DIR="$PWD/.deps")
 
 build() {  # build SRC DIR [all]: the named benchmarks of one tree, or everything (a side whose tests run)
-  local src=$1 dir=$2 targets=(--target "${benches[@]}")
+  local src=$1 dir=$2 targets=(--target "${benches[@]%%:*}")
   [[ ${3:-} == all ]] && targets=()
   echo "== build $src -> $dir" >>"$out/build.log"
   cmake -S "$src" -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVINFER_CUDA=ON -DKVINFER_INSTANCES=default \
@@ -104,7 +105,10 @@ json.dump({f"{b}.{s}": r for (b, s), r in runs.items()}, open(os.path.join(out, 
 PY
 }
 
-for bench in "${benches[@]}"; do
+for bench_arg in "${benches[@]}"; do
+  bench=${bench_arg%%:*}
+  bench_filter=("${filter[@]}")
+  [[ $bench_arg == *:* ]] && bench_filter=(--filter "${bench_arg#*:}")
   for ((round = 1; round <= rounds; ++round)); do
     for ((k = 0; k < ${#trees[@]}; ++k)); do
       # Round r starts at side r-1: with as many rounds as sides, each side runs first
@@ -112,7 +116,7 @@ for bench in "${benches[@]}"; do
       s=$(((k + round - 1) % ${#trees[@]}))
       side=$(side_name $s)
       start=$SECONDS
-      timeout 300 "${trees[s]}/build-gpu/bench/$bench" "${filter[@]}" --json "$work/$bench.$side.$round.json" \
+      timeout 300 "${trees[s]}/build-gpu/bench/$bench" "${bench_filter[@]}" --json "$work/$bench.$side.$round.json" \
         >/dev/null 2>&1 || echo "$bench ($side, round $round) failed" | tee -a "$out/build.log"
       echo "$bench ($side, round $round): $((SECONDS - start)) s" >>"$out/build.log"
     done

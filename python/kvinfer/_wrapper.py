@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import weakref
-from typing import Any, Optional
+from typing import Any, Optional, Tuple
 
 from . import _kvinfer, _utils
 from ._utils import reject
@@ -130,6 +130,18 @@ class WrapperBase:
         if natural:
             lse *= _utils.LN2
         return (out, lse) if return_lse else out
+
+    def status(self, stream: Any = None) -> Optional[Tuple[str, int, int, str]]:
+        """The first bad page id in ``kv_indices`` that run()'s kernels met on the GPU since
+        plan() or the last status() (kvinfer's addition; FlashInfer does not check): None, or
+        (array, index, value, message). The kernels read no page through it and wrote the
+        rows of the work items that hold it as zeros with LSE -inf. Reading it waits for
+        ``stream``; it is then cleared. The CPU rejects bad ids in run() instead: always None
+        there. A serving loop polls it at its own synchronisation points; run(...,
+        check_indices) is not offered: KVINFER_CHECK_INDICES=1 makes every run() check."""
+        if self._impl is None:
+            return None
+        return self._impl.status(self._stream(stream))
 
     def reset_workspace_buffer(self, float_workspace_buffer: Any, int_workspace_buffer: Optional[Any] = None) -> None:
         """The plans live in the caller's buffers from now on (uint8, contiguous, 16-byte

@@ -137,16 +137,6 @@ class BatchMLAPagedAttentionWrapper(WrapperBase):
         self._lse_base_e = lse_mode == "basee"
         self._o_dtype = self._impl.o_data_type
 
-    def status(self, stream: Any = None) -> Optional[Tuple[str, int, int, str]]:
-        """The first bad page id in ``kv_indices`` that run()'s kernels met on the GPU since
-        plan() or the last status() (kvinfer's addition; FlashInfer does not check): None, or
-        (array, index, value, message). The kernel used no page through it and wrote the
-        rows that read it as zeros with LSE -inf. Reading it waits for ``stream``; it is then
-        cleared. The CPU rejects bad ids in run() instead: always None there."""
-        if self._impl is None:
-            return None
-        return self._impl.status(self._stream(stream))
-
     def run(
         self,
         q_nope: Optional[Any] = None,

@@ -86,6 +86,18 @@ class Wrapper {
 
   std::string device_name() const { return to_string(device); }
 
+  // The device status (kvinfer/core/index_status.hpp), read and cleared: None, or
+  // (array, index, value, message) of the first bad page id since plan() or the last call.
+  std::optional<std::tuple<std::string, std::int64_t, std::int64_t, std::string>> status(std::uintptr_t stream) {
+    IndexStatus s;
+    {
+      nb::gil_scoped_release release;
+      s = w_.status(as_stream(stream));
+    }
+    if (s.ok()) return std::nullopt;
+    return std::tuple{s.array, s.index, s.value, s.message()};
+  }
+
   // FlashInfer's float_workspace_buffer (and int_workspace_buffer; None keeps the
   // wrapper's own): the plans live there from now on.
   void reset_workspace_buffer(nb::handle float_buffer, nb::handle int_buffer) {
@@ -370,18 +382,6 @@ class MLA : public Wrapper<BatchMLAPagedAttention> {
     w_.run(qn, qp, cache, aout.view, options);
   }
 
-  // The device status (kvinfer/core/index_status.hpp), read and cleared: None, or
-  // (array, index, value, message) of the first bad page id since plan() or the last call.
-  std::optional<std::tuple<std::string, std::int64_t, std::int64_t, std::string>> status(std::uintptr_t stream) {
-    IndexStatus s;
-    {
-      nb::gil_scoped_release release;
-      s = w_.status(as_stream(stream));
-    }
-    if (s.ok()) return std::nullopt;
-    return std::tuple{s.array, s.index, s.value, s.message()};
-  }
-
  private:
   std::int64_t head_dim_ckv_ = kMlaHeadDimCkv;
 };
@@ -440,7 +440,10 @@ nb::class_<W> wrapper_class(nb::module_& m, const char* name, const char* doc) {
       .def_prop_ro("planned", [](const W& w) { return w.planned; })
       .def_prop_ro("q_data_type", [](const W& w) { return std::string(dtype_name(w.q)); })
       .def_prop_ro("kv_data_type", [](const W& w) { return std::string(dtype_name(w.kv)); })
-      .def_prop_ro("o_data_type", [](const W& w) { return std::string(dtype_name(w.o)); });
+      .def_prop_ro("o_data_type", [](const W& w) { return std::string(dtype_name(w.o)); })
+      .def("status", method_of<W>(&W::status), nb::arg("stream"),
+           "status(stream): None, or (array, index, value, message) of the first bad page id the kernels "
+           "met since plan() or the last status(), which this clears (waits for the stream).");
   return c;
 }
 
@@ -522,10 +525,7 @@ void bind_attention(nb::module_& m) {
            arg("kpe_scale"), arg("stream"),
            "run(q_nope, q_pe, ckv_cache, kpe_cache, out, lse, ...): q_pe None reads q_nope as the packed "
            "[nnz, H, ckv + kpe] query; kpe_cache None reads ckv_cache as the packed [pages, page_size, ckv + "
-           "kpe] cache (strided views, no copy).")
-      .def("status", &MLA::status, arg("stream"),
-           "status(stream): None, or (array, index, value, message) of the first bad page id the kernels "
-           "met since plan() or the last status(), which this clears (waits for the stream).");
+           "kpe] cache (strided views, no copy).");
 }
 
 }  // namespace kvinfer::python

@@ -362,14 +362,20 @@ void AttentionPlan::check_run(std::string_view op, const TensorView& q, const Te
     check_last_dim_contiguous(op, n, *t);
   }
 
-  // Page ids are read by run(): checked on the CPU always, on a GPU in the checked mode
-  // (RunOptions::check_indices, a copy to the host), against the pages of both k and v
-  // (a pair of views need not have as many).
+  // Page ids are read by run(): checked against the pages of both k and v (a pair of
+  // views need not have as many) here on the CPU; on a GPU by the kernels where the
+  // build has device index checks (the device status), else here in the checked mode
+  // (RunOptions::check_indices, a copy to the host).
   if (pr.storage == KVStorage::kPaged) {
     const bool v_shorter = v.size(0) < k.size(0);
-    check_page_ids(op, kv_indices_, pr.nnz_kv, v_shorter ? v.size(0) : k.size(0),
-                   v_shorter ? "pages in paged_kv_cache.v" : "pages in paged_kv_cache.k",
-                   checked_run(options.check_indices));
+    const std::string_view pages_of = v_shorter ? "pages in paged_kv_cache.v" : "pages in paged_kv_cache.k";
+    if (device_.is_cpu() || !kDeviceIndexChecks) {
+      check_page_ids(op, kv_indices_, pr.nnz_kv, v_shorter ? v.size(0) : k.size(0), pages_of,
+                     checked_run(options.check_indices));
+    } else if (pr.nnz_kv > 0) {  // every id of an empty cache is bad: named here instead
+      require_v(std::min(k.size(0), v.size(0)) > 0, op, v_shorter ? "paged_kv_cache.v.shape[0]" : "paged_kv_cache.k.shape[0]",
+                0, later("the cache has no pages, but the plan reads {} page ids", pr.nnz_kv));
+    }
   }
 }
 
@@ -397,6 +403,13 @@ void AttentionPlan::run(std::string_view op, const TensorView& q, const TensorVi
   p.stream = options.stream;
   p.enable_pdl = options.enable_pdl;
   as_caller(op, [&] { backend_->run_attention(p); });
+  if (kDeviceIndexChecks && !device_.is_cpu() && checked_run(options.check_indices))
+    take_status(device_, p.schedule.status, options.stream).throw_if_bad(op);
+}
+
+IndexStatus AttentionPlan::status(Stream stream) const {
+  if (!planned_) return {};
+  return take_status(device_, workspace_.view(schedule_.layout).status, stream);
 }
 
 }  // namespace kvinfer::detail

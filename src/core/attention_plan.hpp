@@ -81,6 +81,8 @@ class AttentionPlan {
   // tensors or the cache's page views.
   void run(std::string_view op, const TensorView& q, const TensorView& k, const TensorView& v,
            const TensorView& out, const RunOptions& options) const;
+  // The first bad page id the kernels met since the last plan() or status(); clears it.
+  IndexStatus status(Stream stream) const;
 
  private:
   // Validation of the plan arguments shared by all wrappers; fills problem_.

@@ -280,4 +280,16 @@ void single_decode(const TensorView& q, const TensorView& k, const TensorView& v
                     r);
 }
 
+IndexStatus BatchPrefillWithRaggedKVCache::status(Stream stream) {
+  return impl_->status(stream);
+}
+
+IndexStatus BatchPrefillWithPagedKVCache::status(Stream stream) {
+  return impl_->status(stream);
+}
+
+IndexStatus BatchDecodeWithPagedKVCache::status(Stream stream) {
+  return impl_->status(stream);
+}
+
 }  // namespace kvinfer

@@ -19,6 +19,7 @@
 
 #include "core/attention_plan.hpp"
 #include "core/check.hpp"
+#include "core/device_status_host.hpp"
 #include "core/workspace.hpp"
 #include "core/stream_fork.hpp"
 #include "kvinfer/attention/prefill.hpp"
@@ -51,6 +52,16 @@ struct MultiLevelCascadeAttention::Impl {
     std::vector<TensorView> float_parts, int_parts;
   };
   Parts workspace_parts(const std::vector<detail::AttentionPlan::Prepared>& prepared) const;
+
+  // The first level's violation, clearing every level's status.
+  IndexStatus take_status(Stream stream) const {
+    IndexStatus first;
+    for (const auto& level : levels) {
+      IndexStatus s = level->status(stream);
+      if (first.ok()) first = std::move(s);
+    }
+    return first;
+  }
 };
 
 namespace {
@@ -245,8 +256,23 @@ void MultiLevelCascadeAttention::run(const TensorView& q, const PagedKVCache& ca
   detail::require(m.planned, kOp, "plan", "(none)", "run() needs a successful plan() first");
   detail::require(cache.layout == m.layout, kOp, "paged_kv_cache.layout", kv_layout_name(cache.layout),
                   detail::later("must be the wrapper's layout ({})", kv_layout_name(m.layout)));
+  run_levels(q, cache, out, options);
+  // With device index checks, the checked mode reads the levels' statuses once, after
+  // every kernel (without them, each level checks its page ids before its kernels).
+  if (detail::kDeviceIndexChecks && detail::checked_run(options.check_indices))
+    impl_->take_status(options.stream).throw_if_bad(kOp);
+}
+
+IndexStatus MultiLevelCascadeAttention::status(Stream stream) {
+  return impl_->take_status(stream);
+}
+
+void MultiLevelCascadeAttention::run_levels(const TensorView& q, const PagedKVCache& cache, const TensorView& out,
+                                            const RunOptions& options) const {
+  const Impl& m = *impl_;
   const auto num_levels = std::int64_t(m.levels.size());
-  const auto run_level = [&](std::int64_t l, const TensorView& o, const RunOptions& opts) {
+  const auto run_level = [&](std::int64_t l, const TensorView& o, RunOptions opts) {
+    if (detail::kDeviceIndexChecks) opts.check_indices = false;
     m.levels[l]->run(kLevelOp, q, cache.k, cache.v, o, opts);
   };
   if (num_levels == 1) {

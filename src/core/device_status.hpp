@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The device status: where a GPU kernel records the first bad value it met in an
-// index array that lives in device memory (the MLA kernel: page ids), so that a
-// serving loop learns of it without a synchronisation on the hot path. The kernel
-// never dereferences the bad value; the host reads the status at a point of its
-// choosing (MLARunOptions::check_indices, BatchMLAPagedAttention::status()).
+// index array that lives in device memory (page ids: the MLA kernel always, the other
+// attention kernels in builds with KVINFER_DEVICE_INDEX_CHECKS), so that a serving
+// loop learns of it without a synchronisation on the hot path. The kernel never
+// dereferences the bad value; the host reads the status at a point of its choosing
+// (the checked mode, a wrapper's status()).
 //
 // The layout is shared by host and device code: 32 bytes, written by the kernel that
 // wins the compare-and-swap of `array` from kNone, read and cleared by the host.
@@ -12,6 +13,16 @@
 #include <cstdint>
 
 namespace kvinfer::detail {
+
+// Whether the attention kernels other than MLA check page ids on the device (the
+// CMake option KVINFER_DEVICE_INDEX_CHECKS). Without it, their kernels are compiled
+// as if the checks were not there, and the checked mode checks the page ids on the
+// host before the kernels instead.
+#if defined(KVINFER_DEVICE_INDEX_CHECKS)
+inline constexpr bool kDeviceIndexChecks = true;
+#else
+inline constexpr bool kDeviceIndexChecks = false;
+#endif
 
 // The index array a bad value came from (0: none recorded).
 enum class IndexArray : std::uint32_t {

@@ -60,7 +60,15 @@ class MultiLevelCascadeAttention {
   void run(const TensorView& q, const PagedKVCache& cache, const TensorView& out,
            const RunOptions& options = {}) const;
 
+  // The first bad page id that this wrapper's kernels met on a GPU since plan() or the
+  // last status(), which this clears (kvinfer/core/index_status.hpp). Waits for
+  // `stream`. Always ok() on the CPU (it throws at run()) and in builds without device
+  // index checks (KVINFER_DEVICE_INDEX_CHECKS), whose kernels record nothing.
+  IndexStatus status(Stream stream = nullptr);
+
  private:
+  void run_levels(const TensorView& q, const PagedKVCache& cache, const TensorView& out,
+                  const RunOptions& options) const;
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

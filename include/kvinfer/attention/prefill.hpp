@@ -59,6 +59,12 @@ class BatchPrefillWithRaggedKVCache {
   void run(const TensorView& q, const TensorView& k, const TensorView& v, const TensorView& out,
            const RunOptions& options = {}) const;
 
+  // The first bad page id that this wrapper's kernels met on a GPU since plan() or the
+  // last status(), which this clears (kvinfer/core/index_status.hpp). Waits for
+  // `stream`. Always ok() on the CPU (it throws at run()) and in builds without device
+  // index checks (KVINFER_DEVICE_INDEX_CHECKS), whose kernels record nothing.
+  IndexStatus status(Stream stream = nullptr);
+
  private:
   std::unique_ptr<detail::AttentionPlan> impl_;
 };
@@ -97,6 +103,12 @@ class BatchPrefillWithPagedKVCache {
   // q [nnz_q, Hq, D]; out [nnz_q, Hq, D]; cache in the wrapper's layout.
   void run(const TensorView& q, const PagedKVCache& cache, const TensorView& out,
            const RunOptions& options = {}) const;
+
+  // The first bad page id that this wrapper's kernels met on a GPU since plan() or the
+  // last status(), which this clears (kvinfer/core/index_status.hpp). Waits for
+  // `stream`. Always ok() on the CPU (it throws at run()) and in builds without device
+  // index checks (KVINFER_DEVICE_INDEX_CHECKS), whose kernels record nothing.
+  IndexStatus status(Stream stream = nullptr);
 
  private:
   std::unique_ptr<detail::AttentionPlan> impl_;

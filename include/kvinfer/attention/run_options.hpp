@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "kvinfer/core/device.hpp"
+#include "kvinfer/core/index_status.hpp"
 #include "kvinfer/core/tensor.hpp"
 
 namespace kvinfer {
@@ -39,10 +40,14 @@ struct RunOptions {
   // device has it (compute capability 9.0 with the sm_90a build), as FlashInfer's
   // default; true on any other GPU is an error. The CPU backend ignores it.
   std::optional<bool> enable_pdl;
-  // The checked mode of kv_indices on a GPU: run() copies the page ids to the host and
-  // throws kvinfer::Error for the first one out of range, before any kernel. Unset: on
-  // when the environment has KVINFER_CHECK_INDICES=1. It synchronises, so a serving
-  // loop leaves it off. The CPU backend always checks.
+  // The checked mode of kv_indices on a GPU. In a build with device index checks
+  // (KVINFER_DEVICE_INDEX_CHECKS, kvinfer/core/index_status.hpp) run() waits for its
+  // kernels, reads the wrapper's device status and throws kvinfer::Error for the first
+  // bad page id they met; otherwise it copies the page ids to the host and throws for
+  // the first one out of range, before any kernel. Unset: on when the environment has
+  // KVINFER_CHECK_INDICES=1. It synchronises, so a serving loop leaves it off (and,
+  // with device checks, polls status() at its own synchronisation points). The CPU
+  // backend always checks.
   std::optional<bool> check_indices;
 };
 

@@ -12,6 +12,7 @@
 #include <cmath>
 
 #include "cuda/attention/attention_kernel_params.cuh"
+#include "cuda/attention/tile/bad_item.cuh"
 #include "cuda/attention/tile/key_access.cuh"
 #include "cuda/attention/tile/math.cuh"
 #include "cuda/check.cuh"
@@ -275,6 +276,7 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decod
   const int lane_in_row = lane % kLanes;
   const int rows = item.row_end - item.row_begin;
   const bool fold_scale = p.logits.alibi_slopes == nullptr && p.logits.soft_cap <= 0.0f;
+  const bool page_missing = kDeviceIndexChecks && item_page_missing(p, item, kDecodeThreads);  // agreed on after q's loads
 
   // Query rows of the item: packed row -> (token, head).
   float q[kRows][kVec];
@@ -298,6 +300,9 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decod
     }
   }
 
+  if constexpr (kDeviceIndexChecks) {
+    if (any_bad_page<false>(p, page_missing)) return discard_bad_item(p, item, r, rows);
+  }
   const KeyLocator locate = item_locator(p, item);
   const ItemRows kv_rows = item_rows(p, item, sizeof(TKV), lane_in_row * kVec);  // the lane's vector of each row
   const KeyRow k_row = kv_rows.k, v_row = kv_rows.v;

@@ -27,6 +27,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "cuda/attention/tile/bad_item.cuh"
 #include "cuda/attention/tile/decode_item_start.cuh"
 #include "cuda/attention/tile/item_keys.cuh"
 #include "cuda/attention/tile/item_warps.cuh"
@@ -482,6 +483,10 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
   WarpTimeline timeline(p);
   PagesAhead<kKeys> ahead;  // the pages of the next tile to load, one load ahead
   const DecodeItemStart<kKeys, kItemWarps> start(p, item, ahead);
+  if constexpr (kDeviceIndexChecks) {
+    if (any_bad_page<!kItemWarps>(p, item_page_missing(p, item, int(blockDim.x))))
+      return discard_bad_item(p, item, start.r, item.row_end - item.row_begin);
+  }
   const int lane = tile_thread<kItemWarps>(), g = lane / 4, t4 = lane % 4;
   extern __shared__ __align__(128) unsigned char smem_cta[];
   unsigned char* smem = kItemWarps ? smem_cta + int(threadIdx.x) / 32 * S::kTileBytes : smem_cta;

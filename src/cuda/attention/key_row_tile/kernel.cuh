@@ -20,6 +20,7 @@
 #include <type_traits>
 
 #include "cuda/attention/attention_kernel_params.cuh"
+#include "cuda/attention/tile/bad_item.cuh"
 #include "cuda/attention/tile/decode_item_start.cuh"
 #include "cuda/attention/tile/item_keys.cuh"
 #include "cuda/attention/tile/item_warps.cuh"
@@ -289,6 +290,10 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32)
   WarpTimeline timeline(p);
   PagesAhead<kKeys> ahead;  // the pages of the warp's next tile to load
   const DecodeItemStart<kKeys, kItemWarps> start(p, item, ahead);
+  if constexpr (kDeviceIndexChecks) {
+    if (any_bad_page<!kItemWarps>(p, item_page_missing(p, item, int(blockDim.x))))
+      return discard_bad_item(p, item, start.r, item.row_end - item.row_begin);
+  }
   const int lane = int(threadIdx.x) % 32, g = lane / 4, t4 = lane % 4;
   unsigned char* smem = kItemWarps ? smem_cta + int(threadIdx.x) / 32 * L::kTileBytes : smem_cta;
   const int rows = item.row_end - item.row_begin;

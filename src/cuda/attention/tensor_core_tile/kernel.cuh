@@ -22,6 +22,7 @@
 #include <type_traits>
 
 #include "cuda/attention/attention_kernel_params.cuh"
+#include "cuda/attention/tile/bad_item.cuh"
 #include "cuda/attention/tile/item_warps.cuh"
 #include "cuda/attention/tile/key_access.cuh"
 #include "cuda/attention/tile/math.cuh"
@@ -305,6 +306,10 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<DVO, kWarps, kItemWarps>,
   if constexpr (kOneWarp) {
     guess = item_keys_ahead<kItemWarps>(item, kKeys);
     if (guess.key_end > guess.key_begin) ahead.start(locate, guess.key_begin, guess.tile_step(kKeys), guess.key_end);
+  }
+  if constexpr (kDeviceIndexChecks) {
+    if (any_bad_page<kOneWarp && !kItemWarps>(p, item_page_missing(p, item, int(blockDim.x))))
+      return discard_bad_item(p, item, r, item.row_end - item.row_begin);
   }
   // Warps of a larger tile split its rows; the one-warp tile's CTA holds item_warps
   // warps (item_warps.cuh), each a tile of its own over its share of the keys.

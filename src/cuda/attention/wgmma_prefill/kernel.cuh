@@ -25,6 +25,7 @@
 #include <cstdint>
 
 #include "cuda/attention/attention_kernel_params.cuh"
+#include "cuda/attention/tile/bad_item.cuh"
 #include "cuda/attention/tile/item_keys.cuh"
 #include "cuda/attention/tile/kv_copy.cuh"
 #include "cuda/attention/tile/online_softmax.cuh"
@@ -130,8 +131,15 @@ __global__ void __launch_bounds__(HopperPrefillShape<D>::kThreads, HopperPrefill
 
   // Q, then the first stages of K and V (K_0's copies in Q's group).
   HopperKvStages<D, kPaged> stages(p, item, r, keys, smem.ptr);
+  const bool page_missing = kDeviceIndexChecks && kPaged && item_page_missing(p, item, S::kThreads);  // agreed on behind Q's copies
   load_tile16<S::kThreads, S::kTileRows, D, SwizzledPanels>(
       smem.ptr + S::q, [&](int i) { return packed_q_row(p, item, r, group, i); }, rows);
+  if constexpr (kDeviceIndexChecks && kPaged) {
+    if (any_bad_page<false>(p, page_missing)) {
+      ptx::cp_async_wait_all();  // Q's copies land before the CTA leaves
+      return discard_bad_item(p, item, r, rows);
+    }
+  }
   stages.start(num_tiles);
 
   // The mainloop's pieces and this thread's state.
