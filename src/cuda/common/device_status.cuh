@@ -54,6 +54,33 @@ __device__ __noinline__ inline void record_bad_pages(detail::DeviceStatus* statu
   }
 }
 
+// The two above inlined, for the attention kernels: a call anywhere in the key-row
+// tile made ptxas compile its main loop differently. (MLA keeps the calls: its code
+// is as it was measured.)
+__device__ __forceinline__ void record_bad_index_inline(detail::DeviceStatus* status, detail::IndexArray array,
+                                                        std::int32_t request, std::int64_t index, std::int64_t value,
+                                                        std::int64_t limit) {
+  if (status == nullptr) return;
+  if (atomicCAS(&status->array, 0u, std::uint32_t(array)) != 0u) return;
+  status->request = request;
+  status->index = index;
+  status->value = value;
+  status->limit = limit;
+}
+
+__device__ __forceinline__ void record_bad_pages_inline(detail::DeviceStatus* status,
+                                                        const std::int32_t* kv_indices, std::int64_t first,
+                                                        std::int64_t last, std::uint32_t num_pages,
+                                                        std::int32_t request) {
+  for (std::int64_t e = first; e < last; ++e) {
+    const std::int32_t id = kv_indices[e];
+    if (std::uint32_t(id) >= num_pages) {
+      record_bad_index_inline(status, detail::IndexArray::kKvIndices, request, e, id, num_pages);
+      return;
+    }
+  }
+}
+
 // The partial LSE of a split chunk that met a bad page id: no real chunk has it (a
 // partial LSE is finite or -inf; an infinite logit gives -inf), and it is the
 // maximum the merge takes first, which then writes the row as zeros with LSE -inf.

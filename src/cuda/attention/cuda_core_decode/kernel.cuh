@@ -300,9 +300,6 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decod
     }
   }
 
-  if constexpr (kDeviceIndexChecks) {
-    if (any_bad_page<false>(p, page_missing)) return discard_bad_item(p, item, r, rows);
-  }
   const KeyLocator locate = item_locator(p, item);
   const ItemRows kv_rows = item_rows(p, item, sizeof(TKV), lane_in_row * kVec);  // the lane's vector of each row
   const KeyRow k_row = kv_rows.k, v_row = kv_rows.v;
@@ -328,13 +325,16 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decod
   const auto ring = [&](int stage, int u, int kv) {
     return smem + ((((warp * kStages + stage) * kUnroll + u) * 2 + kv) * 32 + lane) * 16;
   };
+  // A bad page id: no key (tile/bad_item.cuh).
+  const bool bad_page = kDeviceIndexChecks && any_bad_page<false>(p, item, page_missing, smem);
+  const int kv_end = bad_page ? item.kv_begin : item.kv_end;
   constexpr int kStep = kUnroll * kStreams;
   const int warp_first = item.kv_begin + warp * S::kStreamsPerWarp;
   const auto request = [&](int jw, int stage) {
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       const int j = jw + lane / kLanes + u * kStreams;
-      if (jw < item.kv_end && j < item.kv_end) {
+      if (jw < kv_end && j < kv_end) {
         const KeySlot at = locate(j);
         ptx::cp_async<kLoadBytes>(ring(stage, u, 0), k_row(at));
         ptx::cp_async<kLoadBytes>(ring(stage, u, 1), v_row(at));
@@ -348,14 +348,14 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decod
   // The loop bound is uniform across a warp (its streams differ only in the lane's
   // offset) so that every lane reaches the shuffles of every iteration.
   int stage = 0;
-  for (int jw = warp_first; jw < item.kv_end; jw += kStep) {
+  for (int jw = warp_first; jw < kv_end; jw += kStep) {
     request(jw + (kStages - 1) * kStep, (stage + kStages - 1) % kStages);
     ptx::cp_async_wait_group<kStages - 1>();
     const int j0 = jw + lane / kLanes;
     Vec8<TKV> kv_k[kUnroll], kv_v[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
-      if (j0 + u * kStreams < item.kv_end) {
+      if (j0 + u * kStreams < kv_end) {
         kv_k[u].raw = *reinterpret_cast<const decltype(kv_k[u].raw)*>(ring(stage, u, 0));
         kv_v[u].raw = *reinterpret_cast<const decltype(kv_v[u].raw)*>(ring(stage, u, 1));
       } else {
@@ -371,6 +371,7 @@ __global__ void __launch_bounds__(kDecodeThreads, kDecodeMinBlocks<kRows>) decod
   merge_streams<kRows, kLanes>(m, d, acc);
   __shared__ float sm_md[kDecodeWarps][kRows][2];  // the warps' row maxima and sums
   finish_decode_item<D, kRows>(p, item, r, m, d, acc, smem, sm_md, rows, warp, lane);
+  if (bad_page) mark_bad_chunk<false>(p, item, r, rows);
 }
 
 }  // namespace kvinfer::cuda

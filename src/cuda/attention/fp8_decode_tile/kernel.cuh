@@ -483,18 +483,17 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
   WarpTimeline timeline(p);
   PagesAhead<kKeys> ahead;  // the pages of the next tile to load, one load ahead
   const DecodeItemStart<kKeys, kItemWarps> start(p, item, ahead);
-  if constexpr (kDeviceIndexChecks) {
-    if (any_bad_page<!kItemWarps>(p, item_page_missing(p, item, int(blockDim.x))))
-      return discard_bad_item(p, item, start.r, item.row_end - item.row_begin);
-  }
   const int lane = tile_thread<kItemWarps>(), g = lane / 4, t4 = lane % 4;
   extern __shared__ __align__(128) unsigned char smem_cta[];
+  // A bad page id: no key tile (tile/bad_item.cuh).
+  const bool bad_page =
+      kDeviceIndexChecks && any_bad_page<!kItemWarps>(p, item, item_page_missing(p, item, int(blockDim.x)), smem_cta);
   unsigned char* smem = kItemWarps ? smem_cta + int(threadIdx.x) / 32 * S::kTileBytes : smem_cta;
   const int rows = item.row_end - item.row_begin;
   const int group = p.heads.group_size;
   const ItemKeys keys = start.warp_keys(p, item);
   const int key_begin = keys.key_begin, key_end = keys.key_end;
-  const int num_tiles = keys.num_tiles(kKeys);
+  const int num_tiles = bad_page ? 0 : keys.num_tiles(kKeys);
   const int step = kItemWarps ? keys.tile_step(kKeys) : kKeys;  // tile t: key_begin + t * step
 
   if ((static_cast<unsigned>(__cvta_generic_to_shared(smem)) & 127u) != 0) __trap();
@@ -551,6 +550,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32, kItemWar
   timeline.tile(num_tiles, num_tiles);
   finish_fp8_item<D, kItemWarps>(p, item, start.r, o, row_max, row_sum, sc, rows, group, smem_cta, smem,
                                      g, t4);
+  if (bad_page) mark_bad_chunk<!kItemWarps>(p, item, start.r, rows);
 }
 
 template <class TQ, class TKV, int D, bool kItemWarps_ = false>

@@ -290,10 +290,9 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32)
   WarpTimeline timeline(p);
   PagesAhead<kKeys> ahead;  // the pages of the warp's next tile to load
   const DecodeItemStart<kKeys, kItemWarps> start(p, item, ahead);
-  if constexpr (kDeviceIndexChecks) {
-    if (any_bad_page<!kItemWarps>(p, item_page_missing(p, item, int(blockDim.x))))
-      return discard_bad_item(p, item, start.r, item.row_end - item.row_begin);
-  }
+  // A bad page id: no key tile (tile/bad_item.cuh).
+  const bool bad_page =
+      kDeviceIndexChecks && any_bad_page<!kItemWarps>(p, item, item_page_missing(p, item, int(blockDim.x)), smem_cta);
   const int lane = int(threadIdx.x) % 32, g = lane / 4, t4 = lane % 4;
   unsigned char* smem = kItemWarps ? smem_cta + int(threadIdx.x) / 32 * L::kTileBytes : smem_cta;
   const int rows = item.row_end - item.row_begin;
@@ -302,7 +301,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32)
   // only mask is the end of the last tile. Item warps take tiles w, w + W, ...
   const ItemKeys keys = start.warp_keys(p, item);
   const int key_begin = keys.key_begin, key_end = keys.key_end;
-  const int num_tiles = keys.num_tiles(kKeys);
+  const int num_tiles = bad_page ? 0 : keys.num_tiles(kKeys);
   const int step = keys.tile_step(kKeys);  // tile t: keys [key_begin + t * step, + kKeys)
 
   // The swizzled addressing (SwizzledLane) needs 128-byte aligned tiles.
@@ -347,6 +346,7 @@ __global__ void __launch_bounds__(kItemWarps ? 32 * kMaxItemWarps : 32)
   timeline.tile(num_tiles, num_tiles);
   finish_kq_item<D, kItemWarps>(p, item, start.r, o, row_max, row_sum, rows, group, smem_cta, smem, lane,
                                     g, t4);
+  if (bad_page) mark_bad_chunk<!kItemWarps>(p, item, start.r, rows);
 }
 
 // Launch, occupancy and item warps of the tile (dynamic shared memory above 48 KiB

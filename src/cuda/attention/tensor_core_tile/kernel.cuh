@@ -307,10 +307,9 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<DVO, kWarps, kItemWarps>,
     guess = item_keys_ahead<kItemWarps>(item, kKeys);
     if (guess.key_end > guess.key_begin) ahead.start(locate, guess.key_begin, guess.tile_step(kKeys), guess.key_end);
   }
-  if constexpr (kDeviceIndexChecks) {
-    if (any_bad_page<kOneWarp && !kItemWarps>(p, item_page_missing(p, item, int(blockDim.x))))
-      return discard_bad_item(p, item, r, item.row_end - item.row_begin);
-  }
+  // A bad page id: no key tile (tile/bad_item.cuh).
+  const bool bad_page = kDeviceIndexChecks && any_bad_page<kOneWarp && !kItemWarps>(
+                                                  p, item, item_page_missing(p, item, int(blockDim.x)), smem_cta);
   // Warps of a larger tile split its rows; the one-warp tile's CTA holds item_warps
   // warps (item_warps.cuh), each a tile of its own over its share of the keys.
   // A row warp's column slices are consecutive warps (PrefillShape).
@@ -321,7 +320,7 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<DVO, kWarps, kItemWarps>,
   ItemKeys keys =
       item_keys(p, item, r, kGeneral && p.mask.custom_bits ? p.mask.custom_bits + r.mask_offset : nullptr);
   if constexpr (kItemWarps) keys.keep_warp_turns(int(threadIdx.x) / 32, int(blockDim.x) / 32, kKeys);
-  const int key_begin = keys.key_begin, key_end = keys.key_end, num_tiles = keys.num_tiles(kKeys);
+  const int key_begin = keys.key_begin, key_end = keys.key_end, num_tiles = bad_page ? 0 : keys.num_tiles(kKeys);
   const int step = kItemWarps ? keys.tile_step(kKeys) : kKeys;  // tile t: key_begin + t * step
 
   // The swizzled addressing (SwizzledLane) needs 128-byte aligned tiles.
@@ -386,6 +385,7 @@ __global__ void __launch_bounds__(kPrefillMaxThreads<DVO, kWarps, kItemWarps>,
   }
   finish_item<DQK, DVO, TKV, kWarps, kMmaM, kItemWarps, kPadded>(p, item, r, o, row_max, row_sum, logits.sc, rows,
                                                             num_tiles, smem_cta, smem, warp, slice, lane);
+  if (bad_page) mark_bad_chunk<kOneWarp && !kItemWarps>(p, item, r, rows);
 }
 
 template <class TQ, class TKV, int DQK, int DVO, int kWarps, int kMmaM, bool kGeneral,

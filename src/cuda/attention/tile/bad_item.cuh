@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Work items whose page table holds an id outside the cache. Every attention kernel
 // that reads page ids asks, once per work item and before its first copy, whether
-// any id of the item's keys [kv_begin, kv_end) is out of range (item_has_bad_page):
+// any id of the item's keys [kv_begin, kv_end) is out of range (item_page_missing,
+// any_bad_page):
 // one coalesced pass over the item's share of kv_indices, whose loads leave beside
 // the first pages' look-ahead and which warms L1 for it. Such an item copies nothing:
 // its rows become zeros with LSE -inf, all of its heads, or, for a chunk of a split
 // request, its partial LSE becomes kBadChunkLse, which the merge turns into such a
-// row; the first bad entry goes to the device status (discard_bad_item). The main
+// row; the first bad entry goes to the device status (record_bad_item, mark_bad_chunk). The main
 // loops then use the ids as they load them, unchanged: a check at each use (a clamp
 // or a select) lengthened the key-row tile's per-tile address chain and cost it up
 // to 1.3x its time (docs/log/device-index-checks-2026-12-02.md).
@@ -55,43 +56,73 @@ __device__ __forceinline__ bool item_page_missing(const AttentionKernelParams& p
   return bad;
 }
 
-// Whether any thread of the CTA found one: a barrier of the CTA (of the warp for a
-// one-warp CTA), skipped for ragged KV (the same for every thread).
-template <bool kOneWarpCta>
-__device__ __forceinline__ bool any_bad_page(const AttentionKernelParams& p, bool missing) {
-  if (!p.kv.paged()) return false;
-  if constexpr (kOneWarpCta) {
-    return __any_sync(0xffffffffu, missing);
-  } else {
-    return __syncthreads_or(missing);
-  }
+// The first bad entry of the item's pages to the device status (thread 0).
+__device__ __forceinline__ void record_bad_item(const AttentionKernelParams& p, const detail::WorkItem& item) {
+  if (threadIdx.x != 0) return;
+  const PageLookup& pages = p.kv.pages;
+  const ItemPageEntries e = item_page_entries(pages, item);
+  record_bad_pages_inline(p.schedule.status, pages.page_ids, e.first, e.last, pages.num_pages, item.request);
 }
 
-// The item's rows as zeros with LSE -inf (a split chunk: its partial LSE
-// kBadChunkLse) and the first bad entry recorded; every thread of the CTA calls it.
-// Out of line: it runs only for bad input, and inlined it changed the register
-// allocation of the kernels around it.
-// The rows are the problem's (p.dims.vo: the padded tile's instance may be wider).
-__device__ __noinline__ inline void discard_bad_item(const AttentionKernelParams& p, const detail::WorkItem& item,
-                                                 const detail::RequestInfo& r, int rows) {
-  const PageLookup& pages = p.kv.pages;
-  if (threadIdx.x == 0) {
-    const ItemPageEntries e = item_page_entries(pages, item);
-    record_bad_pages(p.schedule.status, pages.page_ids, e.first, e.last, pages.num_pages, item.request);
-  }
-  const int chunks = p.dims.vo / 8;  // 16-byte chunks of a 16-bit output row
-  const int group = p.heads.group_size;
-  for (int i = int(threadIdx.x); i < rows * chunks; i += int(blockDim.x)) {
-    const PackedRow row = packed_row(p, item, group, i / chunks);
-    if (r.num_chunks > 1) {
-      const std::int64_t prow = r.partial_begin + std::int64_t(item.chunk) * r.qo_len + row.token;
-      if (i % chunks == 0) p.schedule.partial_lse[prow * p.heads.num_qo_heads + row.head] = kBadChunkLse;
-      continue;
+// Whether any thread of the CTA found one, agreed by every thread (a barrier of the
+// CTA; of the warp for a one-warp CTA), as a value ptxas treats as uniform: the vote's
+// own result is a per-thread predicate to it, and a tile count derived from that took
+// the key-row tile's main loop off the uniform datapath (15 uniform instructions in it
+// down to 4, convergence barriers added: 1.35x its time). Read back from shared memory
+// at one address, it is uniform again. `scratch`: 4 bytes of the CTA's shared memory,
+// free until the barrier after the read. Ragged KV: false, without a barrier.
+template <bool kOneWarpCta>
+__device__ __forceinline__ bool any_bad_page(const AttentionKernelParams& p, const detail::WorkItem& item, bool missing,
+                                             void* scratch) {
+  const auto sync = [] {
+    if constexpr (kOneWarpCta) {
+      __syncwarp();
+    } else {
+      __syncthreads();
     }
-    const std::int64_t orow = r.qo_begin + row.token;
-    ptx::st_v4(output_row(p.out, orow, row.head) + (i % chunks) * 8, make_uint4(0, 0, 0, 0));
-    if (p.out.lse != nullptr && i % chunks == 0)
-      p.out.lse[orow * p.out.lse_stride_n + row.head * p.out.lse_stride_h] = -INFINITY;
+  };
+  bool bad = false;
+  if (p.kv.paged()) {
+    if constexpr (kOneWarpCta) {
+      bad = __any_sync(0xffffffffu, missing);
+    } else {
+      bad = __syncthreads_or(missing);
+    }
+  }
+  auto* flag = static_cast<int*>(scratch);
+  if (threadIdx.x == 0) *flag = bad;
+  if (bad) record_bad_item(p, item);
+  sync();
+  const bool uniform = *static_cast<volatile int*>(flag) != 0;
+  sync();  // every thread has read it before the copies reuse the bytes
+  return uniform;
+}
+
+// What an item with a bad page id does instead of discarding rows: the kernel runs
+// it with no key tile (its tile count 0, so nothing is copied through the page
+// table), which its epilogue already writes as zeros with LSE -inf. Around that, in
+// this order, every thread of the CTA:
+//   - record_bad_item, right after the vote: the first bad entry to the device status;
+//   - mark_bad_chunk, after the epilogue: for a chunk of a split request, its partial
+//     LSE becomes kBadChunkLse, which the merge turns into a zero row (an empty
+//     chunk's -inf would leave the other chunks' values).
+// Written as data and branches that every thread takes alike, inlined, with nothing of
+// the record's kept across the main loop: an early return, a call, or the record after
+// the loop each made ptxas compile the key-row tile's unchanged main loop with more
+// instructions (up to 906 against 801).
+template <bool kOneWarpCta>
+__device__ __forceinline__ void mark_bad_chunk(const AttentionKernelParams& p, const detail::WorkItem& item,
+                                               const detail::RequestInfo& r, int rows) {
+  if (r.num_chunks <= 1) return;
+  if constexpr (kOneWarpCta) {
+    __syncwarp();
+  } else {
+    __syncthreads();  // the epilogue's partial LSEs are written before these
+  }
+  for (int i = int(threadIdx.x); i < rows; i += int(blockDim.x)) {
+    const PackedRow row = packed_row(p, item, p.heads.group_size, i);
+    const std::int64_t prow = r.partial_begin + std::int64_t(item.chunk) * r.qo_len + row.token;
+    p.schedule.partial_lse[prow * p.heads.num_qo_heads + row.head] = kBadChunkLse;
   }
 }
 

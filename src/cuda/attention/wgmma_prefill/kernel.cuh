@@ -127,19 +127,15 @@ __global__ void __launch_bounds__(HopperPrefillShape<D>::kThreads, HopperPrefill
   const int rows = item.row_end - item.row_begin;
   const int group = p.heads.group_size;
   const ItemKeys keys = item_keys(p, item, r, nullptr);
-  const int num_tiles = keys.num_tiles(S::kKeys);
+  // A bad page id: no key tile (tile/bad_item.cuh).
+  const bool bad_page = kDeviceIndexChecks && kPaged &&
+                        any_bad_page<false>(p, item, item_page_missing(p, item, S::kThreads), smem.ptr + S::q);
+  const int num_tiles = bad_page ? 0 : keys.num_tiles(S::kKeys);
 
   // Q, then the first stages of K and V (K_0's copies in Q's group).
   HopperKvStages<D, kPaged> stages(p, item, r, keys, smem.ptr);
-  const bool page_missing = kDeviceIndexChecks && kPaged && item_page_missing(p, item, S::kThreads);  // agreed on behind Q's copies
   load_tile16<S::kThreads, S::kTileRows, D, SwizzledPanels>(
       smem.ptr + S::q, [&](int i) { return packed_q_row(p, item, r, group, i); }, rows);
-  if constexpr (kDeviceIndexChecks && kPaged) {
-    if (any_bad_page<false>(p, page_missing)) {
-      ptx::cp_async_wait_all();  // Q's copies land before the CTA leaves
-      return discard_bad_item(p, item, r, rows);
-    }
-  }
   stages.start(num_tiles);
 
   // The mainloop's pieces and this thread's state.
@@ -160,6 +156,7 @@ __global__ void __launch_bounds__(HopperPrefillShape<D>::kThreads, HopperPrefill
   for (int t = 0; t + 1 < num_tiles; ++t) key_tile<true>(mainloop, t);
   if (num_tiles > 0) key_tile<false>(mainloop, num_tiles - 1);
   finish_hopper_item<D>(p, item, r, o, row_max, row_sum, softmax.sc, rows, num_tiles, smem.ptr + S::q);
+  if (bad_page) mark_bad_chunk<false>(p, item, r, rows);
 #endif
 }
 

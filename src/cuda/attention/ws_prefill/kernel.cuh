@@ -25,7 +25,6 @@
 #include <cstdint>
 
 #include "cuda/attention/attention_kernel_params.cuh"
-#include "cuda/attention/tile/bad_item.cuh"
 #include "cuda/attention/tile/item_keys.cuh"
 #include "cuda/attention/tile/kv_copy.cuh"
 #include "cuda/attention/tile/packed_rows.cuh"
@@ -99,8 +98,9 @@ struct WsKeyTiles {
 // box per 64-column panel, lane 0 issuing. Paged: the warp's lanes issue a box per
 // panel and box_rows keys, looking up each box's page id; boxes wholly past the keys
 // are not copied (and not read from the page table), so the bytes expected are the
-// boxes copied. The kernel has checked the item's page ids before (tile/bad_item.cuh);
-// one outside the cache would land as zeros (TMA's bounds) in any case.
+// boxes copied. A page id outside the cache lands as zeros (TMA's bounds), never as an
+// access outside it; a build with device index checks (tile/bad_item.cuh) does not
+// select this paged path.
 template <int D>
 __device__ __forceinline__ void copy_key_tile(const WsPrefillParams& wp, const CUtensorMap* map, unsigned char* tile,
                                               std::uint64_t* full, const WsKeyTiles& kt, int t, int lane) {
@@ -252,10 +252,6 @@ __global__ void __launch_bounds__(WsPrefillShape<D>::kThreads, 1)
   if (threadIdx.x == 0) ring.init();
   __syncthreads();  // the barriers are initialised before any thread uses them
   wait_for_inputs();
-  if constexpr (kDeviceIndexChecks) {
-    if (any_bad_page<false>(p, item_page_missing(p, item, S::kThreads)))
-      return discard_bad_item(p, item, r, item.row_end - item.row_begin);
-  }
   const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32, warpgroup = int(threadIdx.x) / 128;
   ItemKeys keys = item_keys(p, item, r, nullptr);
   // Paged, tiles start on a box of a page: the keys before key_begin that this adds are
