@@ -24,7 +24,7 @@ if _os.environ.get("KVINFER_NO_TORCH", "") != "1" and _importlib_util.find_spec(
 
 from . import _kvinfer
 from ._kvinfer import Error, NotSupportedError
-from . import cascade, decode, mla, page, prefill, quantization
+from . import cascade, decode, distributed, mla, page, prefill, quantization
 from .cascade import MultiLevelCascadeAttentionWrapper, merge_state, merge_state_in_place, merge_states
 from .decode import (BatchDecodeWithPagedKVCacheWrapper, CUDAGraphBatchDecodeWithPagedKVCacheWrapper,
                      single_decode_with_kv_cache)
@@ -44,7 +44,7 @@ if "_torch" in globals():
     from . import _torch_ops  # noqa: F401  (registers torch.ops.kvinfer.*)
 
 __all__ = [
-    "Error", "NotSupportedError", "cascade", "decode", "mla", "page", "prefill", "quantization",
+    "Error", "NotSupportedError", "cascade", "decode", "distributed", "mla", "page", "prefill", "quantization",
     "BatchDecodeWithPagedKVCacheWrapper", "CUDAGraphBatchDecodeWithPagedKVCacheWrapper",
     "BatchPrefillWithPagedKVCacheWrapper", "BatchPrefillWithRaggedKVCacheWrapper",
     "MultiLevelCascadeAttentionWrapper", "BatchMLAPagedAttentionWrapper", "single_decode_with_kv_cache",

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Context parallelism from Python on the CPU: kvinfer.shard_page_table splits a page
 table over simulated ranks, each rank decodes its shard with return_lse, and
-kvinfer.merge_states over the ranks equals the float64 reference over the whole cache."""
+kvinfer.merge_states over the ranks (directly, and through kvinfer.distributed.merge_over_ranks
+with an all-gather of the simulated ranks) equals the float64 reference over the whole cache."""
 
 from __future__ import annotations
 
@@ -40,6 +41,34 @@ def test_sharded_decode_merged_equals_whole_cache(rng, policy, world):
     assert_close(merged, o_ref, 2 * ATOL["float16"], "merged out")
     assert np.isneginf(merged_lse[1]).all()  # the empty request
 
+    # The same through merge_over_ranks, as each rank would call it: the all-gather
+    # returns every rank's array of the kind it is given, in rank order.
+    def all_gather(x):
+        return np.stack(outs if x.ndim == 3 else lses)
+
+    for rank in range(world):
+        o_r, lse_r = kvinfer.distributed.merge_over_ranks(outs[rank], lses[rank], all_gather=all_gather)
+        np.testing.assert_array_equal(o_r, merged)
+        np.testing.assert_array_equal(lse_r, merged_lse)
+
+
+def test_merge_over_ranks_errors():
+    out, lse = np.zeros((3, 2, 16), np.float32), np.zeros((3, 2), np.float32)
+    with pytest.raises(kvinfer.Error, match="lse.shape"):
+        kvinfer.distributed.merge_over_ranks(out, lse[:2], all_gather=lambda x: x[None])
+    with pytest.raises(kvinfer.Error, match="out.shape"):
+        kvinfer.distributed.merge_over_ranks(out[0], lse, all_gather=lambda x: x[None])
+    with pytest.raises(kvinfer.Error, match="all_gather"):
+        kvinfer.distributed.merge_over_ranks(out, lse, all_gather=lambda x: x)  # no rank dimension
+    try:
+        import torch.distributed as dist
+        initialised = dist.is_available() and dist.is_initialized()
+    except ImportError:
+        initialised = False
+    if not initialised:  # no torch, or no process group: the error says what to do
+        with pytest.raises(kvinfer.Error, match="all_gather|init_process_group"):
+            kvinfer.distributed.merge_over_ranks(out, lse)
+
 
 def test_shard_page_table_errors():
     indptr, indices, last = (np.array(x, dtype=np.int32) for x in ([0, 1], [0], [4]))
@@ -49,3 +78,68 @@ def test_shard_page_table_errors():
         kvinfer.shard_page_table(indptr, indices, last, 16, 0, 2, "ring")
     with pytest.raises(kvinfer.Error, match="world"):
         kvinfer.shard_page_table(indptr, indices, last, 16, 0, 0)
+
+
+# Two processes over torch.distributed's gloo backend (CPU tensors): each decodes its
+# striped shard and merge_over_ranks gathers and merges; both must hold the whole
+# cache's attention. Needs torch (the GPU machine has it; CI does not).
+_WORKER = r"""
+import sys
+import numpy as np
+import torch
+import torch.distributed as dist
+import kvinfer
+
+rank, world, port, data, out_path, lse_path = sys.argv[1:7]
+rank, world = int(rank), int(world)
+z = np.load(data)
+hq, hk, d, ps = (int(x) for x in z["shape"])
+dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+indptr, indices, last = kvinfer.shard_page_table(torch.from_numpy(z["indptr"]), torch.from_numpy(z["indices"]),
+                                                 torch.from_numpy(z["last"]), ps, rank, world, "striped")
+w = kvinfer.BatchDecodeWithPagedKVCacheWrapper(torch.zeros(8 << 20, dtype=torch.uint8))
+w.plan(indptr, indices, last, hq, hk, d, ps, q_data_type=torch.float16)
+out, lse = w.run(torch.from_numpy(z["q"]), torch.from_numpy(z["cache"]), return_lse=True)
+out, lse = kvinfer.distributed.merge_over_ranks(out.float(), lse)
+np.save(out_path, out.numpy())
+np.save(lse_path, lse.numpy())
+dist.destroy_process_group()
+"""
+
+
+def test_merge_over_ranks_with_torch_distributed(rng, tmp_path):
+    torch = pytest.importorskip("torch")
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    if not torch.distributed.is_available():
+        pytest.skip("torch.distributed is not available")
+    hq, hk, d, ps, world = 8, 2, 64, 16, 2
+    kv_lens = [37, 0, 80, 300]
+    table = page_table(rng, kv_lens, ps)
+    cache, k4, v4 = paged_cache(rng, table[3], ps, hk, d, "float16", "NHD", True)
+    q = ref.make(rng, (len(kv_lens), hq, d))
+    data = tmp_path / "case.npz"
+    np.savez(data, indptr=table[0], indices=table[1], last=table[2], q=q, cache=cache,
+             shape=np.array([hq, hk, d, ps]))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    procs = [subprocess.Popen([sys.executable, "-c", _WORKER, str(r), str(world), str(port), str(data),
+                               str(tmp_path / f"out{r}.npy"), str(tmp_path / f"lse{r}.npy")],
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+             for r in range(world)]
+    for p in procs:
+        output, _ = p.communicate(timeout=180)
+        assert p.returncode == 0, output.decode()
+    o_ref, _ = paged_reference(q, k4, v4, indptr_of([1] * len(kv_lens)), table, "NHD", "float16")
+    outs = [np.load(tmp_path / f"out{r}.npy") for r in range(world)]
+    lses = [np.load(tmp_path / f"lse{r}.npy") for r in range(world)]
+    for r in range(world):
+        assert_close(outs[r], o_ref, 2 * ATOL["float16"], f"rank {r}'s merged out")
+        np.testing.assert_array_equal(outs[r], outs[0])
+        np.testing.assert_array_equal(lses[r], lses[0])
+    assert np.isneginf(lses[0][1]).all()  # the empty request
