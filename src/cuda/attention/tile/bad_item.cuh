@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// Work items whose page table holds an id outside the cache. Every attention kernel
-// that reads page ids asks, once per work item and before its first copy, whether
-// any id of the item's keys [kv_begin, kv_end) is out of range (item_page_missing,
-// any_bad_page):
-// one coalesced pass over the item's share of kv_indices, whose loads leave beside
-// the first pages' look-ahead and which warms L1 for it. Such an item copies nothing:
-// its rows become zeros with LSE -inf, all of its heads, or, for a chunk of a split
-// request, its partial LSE becomes kBadChunkLse, which the merge turns into such a
-// row; the first bad entry goes to the device status (record_bad_item, mark_bad_chunk). The main
-// loops then use the ids as they load them, unchanged: a check at each use (a clamp
-// or a select) lengthened the key-row tile's per-tile address chain and cost it up
-// to 1.3x its time (docs/log/device-index-checks-2026-12-02.md).
+// Work items whose page table holds an id outside the cache (builds with
+// KVINFER_DEVICE_INDEX_CHECKS). Every attention kernel that reads page ids asks, once
+// per work item and before its first copy, whether any id of the item's keys
+// [kv_begin, kv_end) is out of range (item_page_missing: one coalesced pass over the
+// item's share of kv_indices, whose loads leave beside the first pages' look-ahead;
+// any_bad_page: the CTA's vote). Such an item runs no key tile: its rows become zeros
+// with LSE -inf, all of its heads, or, for a chunk of a split request, its partial LSE
+// becomes kBadChunkLse, which the merge turns into such a row; the first bad entry goes
+// to the device status (record_bad_item, mark_bad_chunk). The main loops use the ids as
+// they load them, unchanged: a check at each use (a clamp or a select) lengthened the
+// key-row tile's per-tile address chain and cost it up to 1.3x its time
+// (docs/log/device-index-checks-2026-12-02.md).
 //
 // The ids are read twice, here and in the loop: the page table must not change while
 // a kernel that reads it runs (a race with the caller's own writes in any case).
