@@ -67,11 +67,13 @@ const detail::AttentionKernelCaps& kernel_caps(bool hopper) {
     if (const char* env = std::getenv("KVINFER_WS_PREFILL_PAGED"); env != nullptr) {
       const std::string_view v(env);
       if (v != "0" && v != "1") throw Error("attention", "KVINFER_WS_PREFILL_PAGED", std::string(v), "must be 0 or 1");
+      // The warp-specialised kernel's paged copies do not check page ids: a build with
+      // device index checks keeps paged KV on the wgmma mainloop, which does.
+      if (v == "1" && detail::kDeviceIndexChecks)
+        throw Error("attention", "KVINFER_WS_PREFILL_PAGED", std::string(v),
+                    "must be 0 in a build with KVINFER_DEVICE_INDEX_CHECKS (those paged copies do not check page ids)");
       c.ws_prefill_paged = v == "1";
     }
-    // The warp-specialised kernel's paged copies do not check page ids: a build with
-    // device index checks keeps paged KV on the wgmma mainloop, which does.
-    if (detail::kDeviceIndexChecks) c.ws_prefill_paged = false;
     return c;
   };
   static const detail::AttentionKernelCaps with_hopper = make(true), without = make(false);

@@ -55,8 +55,10 @@ __device__ __noinline__ inline void record_bad_pages(detail::DeviceStatus* statu
 }
 
 // The two above inlined, for the attention kernels: a call anywhere in the key-row
-// tile made ptxas compile its main loop differently. (MLA keeps the calls: its code
-// is as it was measured.)
+// tile made ptxas compile its main loop differently. Two copies on purpose: written
+// once (the calls above wrapping these, or both through one scan helper), the MLA
+// kernels' and the checked attention kernels' machine code changed from what was
+// measured.
 __device__ __forceinline__ void record_bad_index_inline(detail::DeviceStatus* status, detail::IndexArray array,
                                                         std::int32_t request, std::int64_t index, std::int64_t value,
                                                         std::int64_t limit) {

@@ -69,8 +69,10 @@ __device__ __forceinline__ void record_bad_item(const AttentionKernelParams& p, 
 // own result is a per-thread predicate to it, and a tile count derived from that took
 // the key-row tile's main loop off the uniform datapath (15 uniform instructions in it
 // down to 4, convergence barriers added: 1.35x its time). Read back from shared memory
-// at one address, it is uniform again. `scratch`: 4 bytes of the CTA's shared memory,
-// free until the barrier after the read. Ragged KV: false, without a barrier.
+// at one address, it is uniform again (the round trip runs for ragged KV too, whose
+// vote is false: a branch around it made the result per-thread again). Thread 0
+// records the first bad entry (record_bad_item). `scratch`: 4 bytes of the CTA's
+// shared memory, free until the barrier after the read.
 template <bool kOneWarpCta>
 __device__ __forceinline__ bool any_bad_page(const AttentionKernelParams& p, const detail::WorkItem& item, bool missing,
                                              void* scratch) {
