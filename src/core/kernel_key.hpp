@@ -28,14 +28,6 @@ enum class KernelVariant : std::uint8_t {
   kGeneralLogits,  // the tensor-core tile with custom mask, ALiBi and soft cap
 };
 
-// The pages the warp-specialised prefill copies by TMA: a key tile (64 or 128 keys) is
-// whole boxes of 8 or more slots of its pages, so page sizes of 8-256 slots, powers of
-// two (a box's 128-byte rows then start on the swizzle's 1024-byte atoms, and a split
-// chunk, which starts on a page, starts on a box). Other pages take the wgmma mainloop.
-constexpr bool ws_prefill_pages(std::int64_t page_size) {
-  return page_size >= 8 && page_size <= 256 && (page_size & (page_size - 1)) == 0;
-}
-
 struct KernelKey {
   KernelFamily family = KernelFamily::kCpu;
   std::int32_t instance = -1;    // index in the backend's registry of compiled instances

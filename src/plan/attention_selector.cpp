@@ -104,10 +104,10 @@ int tile_rows(const AttentionProblem& pr) {
 // shared memory, which only the portable kernel does), unless options.backend asks for
 // the portable one; asked for explicitly, it runs 128-row tiles whatever the lengths.
 // Of the two Hopper kernels, the warp-specialised one runs where it is compiled, for
-// ragged KV and for pages of 8-256 slots (ws_prefill_pages): its key tiles are whole
-// TMA boxes of one head (of the ragged tensor, or of the tile's pages), copied by a
-// producer warp while both consumer warpgroups compute. Other pages gather rows by
-// page id in the wgmma mainloop's copies (docs/kernels.md, "Warp-specialised
+// ragged KV (TMA boxes of one head, copied by a producer warp while both consumer
+// warpgroups compute) and, where the caps say so (kWsPrefillPaged), for paged KV of
+// any page size (its producer warpgroup gathers rows by page id); otherwise paged KV
+// gathers rows in the wgmma mainloop's copies (docs/kernels.md, "Warp-specialised
 // prefill").
 // 16-row tiles with fp8 KV take the fp8 decode tile where one is compiled: it converts
 // K and V in registers, where the portable tile stages and converts them in shared
@@ -119,8 +119,7 @@ KernelKey tile_choice(int index, const AttentionProblem& pr, const AttentionKern
       !general && pr.pos_encoding == PosEncoding::kNone ? find(caps, KernelFamily::kWgmmaPrefill, pr) : -1;
   const bool supported = wgmma >= 0;
   const bool hopper = caps.hopper;
-  const bool ws_kv =
-      pr.storage == KVStorage::kRagged || (caps.ws_prefill_paged && ws_prefill_pages(pr.page_size));
+  const bool ws_kv = pr.storage == KVStorage::kRagged || caps.ws_prefill_paged;
   const int ws = supported && ws_kv ? find(caps, KernelFamily::kWsPrefill, pr) : -1;
   const KernelKey hopper_key = ws >= 0 ? KernelKey{KernelFamily::kWsPrefill, ws, 128}
                                        : KernelKey{KernelFamily::kWgmmaPrefill, wgmma, 128};

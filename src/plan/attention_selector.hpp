@@ -20,10 +20,13 @@ struct AttentionInstance {
   int head_dim_qk = 0, head_dim_vo = 0;
 };
 
-// Whether paged KV of pages ws_prefill_pages admits takes the warp-specialised prefill.
-// Off: on the H200 its copies in page-sized TMA boxes were no faster than the wgmma
-// mainloop's row gathers at page 16 (time 0.94-1.00 at head_dim 128, 1.15-1.32 at 64
-// and 256; docs/log/ws-prefill-2026-12-03.md); paged KV stays on the wgmma mainloop.
+// Whether paged KV takes the warp-specialised prefill (its producer warpgroup gathering
+// rows by page id) rather than the wgmma mainloop. Off until the GPU case list has run
+// on the gathers as they are now (the ctest cuda_prefill_ws_paged runs it with
+// KVINFER_WS_PREFILL_PAGED=1): on the H200 they took 0.76-0.85 of the mainloop's time
+// at head_dim 128, 0.94-0.99 at 256 and 0.87-1.11 at 64 (docs/log/ws-prefill-2026-12-03.md).
+// A build with device index checks keeps paged KV on the wgmma mainloop, which checks
+// page ids (the CUDA backend's caps).
 inline constexpr bool kWsPrefillPaged = false;
 
 // What a CUDA device and the build offer the selector.
@@ -34,7 +37,7 @@ struct AttentionKernelCaps {
   bool hopper = false;             // an sm_90 device running this build's sm_90a code
   std::string preset = "default";  // the instance preset, for the error that names it
   // Paged KV on the warp-specialised prefill: kWsPrefillPaged, or what the CUDA
-  // backend's KVINFER_WS_PREFILL_PAGED (0 or 1) says, to measure and test that path.
+  // backend's KVINFER_WS_PREFILL_PAGED (0 or 1) says, to measure and test both paths.
   bool ws_prefill_paged = kWsPrefillPaged;
 };
 

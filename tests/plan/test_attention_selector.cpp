@@ -206,20 +206,18 @@ TEST(AttentionSelector, OtherHeadDimsTakeThePaddedTileInTheFullPreset) {
 TEST(AttentionSelector, PrefillTilesByLengthAndDevice) {
   const AttentionProblem pr = problem(DType::kBF16, DType::kBF16, 1, 128, 4096);
   expect_key(select_attention_kernel(pr, kH200).run, KernelFamily::kWsPrefill, 128, kH200, pr);
-  // Pages of 8-256 slots, powers of two, are whole TMA boxes of a key tile: the
-  // warp-specialised kernel (where its paged copies are enabled); other pages gather
-  // rows in the wgmma mainloop.
+  // Paged KV of any page size takes the warp-specialised kernel where its paged gathers
+  // are enabled, else the wgmma mainloop.
   for (const std::int64_t page : {1, 2, 4, 8, 16, 64, 256, 512, 24}) {
     AttentionProblem paged = pr;
     paged.storage = KVStorage::kPaged;
     paged.page_size = page;
-    const bool boxes = page >= 8 && page <= 256 && page != 24;
-    expect_key(select_attention_kernel(paged, kH200).run,
-               boxes && kWsPrefillPaged ? KernelFamily::kWsPrefill : KernelFamily::kWgmmaPrefill, 128, kH200, paged);
-    AttentionKernelCaps ws_paged = kH200;
-    ws_paged.ws_prefill_paged = true;
-    expect_key(select_attention_kernel(paged, ws_paged).run,
-               boxes ? KernelFamily::kWsPrefill : KernelFamily::kWgmmaPrefill, 128, ws_paged, paged);
+    for (const bool ws : {false, true}) {
+      AttentionKernelCaps caps = kH200;
+      caps.ws_prefill_paged = ws;
+      expect_key(select_attention_kernel(paged, caps).run,
+                 ws ? KernelFamily::kWsPrefill : KernelFamily::kWgmmaPrefill, 128, caps, paged);
+    }
   }
   // A head dim without a warp-specialised instance takes the wgmma mainloop.
   const AttentionProblem d64 = problem(DType::kBF16, DType::kBF16, 1, 64, 4096);

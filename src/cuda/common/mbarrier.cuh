@@ -42,6 +42,14 @@ __device__ __forceinline__ void arrive(std::uint64_t* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(addr(bar)) : "memory");
 }
 
+// cp.async.mbarrier.arrive.noinc.shared::cta.b64: one arrival, made once every
+// cp.async this thread issued before it has landed (noinc: the arrival is one of the
+// count the barrier was initialised with). The copies are then visible to the threads
+// that wait on the barrier, wgmma's reads included (as in CUTLASS's cp.async pipelines).
+__device__ __forceinline__ void arrive_on_copies(std::uint64_t* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(addr(bar)) : "memory");
+}
+
 // mbarrier.try_wait.parity.shared::cta.b64 in a loop: returns once the phase of
 // parity `parity` has completed (acquire semantics: what its arrivals and copies
 // wrote is visible to this thread).

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The warp-specialised prefill family's instance API (family.hpp): 128-row tiles of
-// ragged KV or of a paged cache (detail::ws_prefill_pages) on sm_90a, K and V copied
-// by TMA from tensor maps made at each launch (the tensors' addresses may change from
-// run to run; encoding is host arithmetic).
+// ragged KV (K and V copied by TMA from tensor maps made at each launch: the tensors'
+// addresses may change from run to run; encoding is host arithmetic) or of a paged
+// cache (rows gathered by page id) on sm_90a.
 #pragma once
 
 #include <algorithm>
@@ -28,46 +28,22 @@ bool encode_kv_map(CUtensorMap& map, const KVTensor& t) {
   return t.stride_token > 0 && t.stride_head > 0 && encode_tensor_map_16bit_3d(map, t.data, dims, strides, box);
 }
 
-// The tensor map of a paged cache's K or V: dims (D, page slots, heads, pages), boxes
-// of 64 columns x box_rows slots of one head and page.
-template <int D>
-bool encode_paged_map(CUtensorMap& map, const KVTensor& t, std::uint32_t num_pages, int box_rows) {
-  const std::uint64_t dims[4] = {std::uint64_t(D), std::uint64_t(t.tokens), std::uint64_t(t.heads),
-                                 std::uint64_t(num_pages)};
-  const std::uint64_t strides[3] = {std::uint64_t(t.stride_token) * 2, std::uint64_t(t.stride_head) * 2,
-                                    std::uint64_t(t.stride_page) * 2};
-  const std::uint32_t box[4] = {64, std::uint32_t(box_rows), 1, 1};
-  return t.stride_token > 0 && t.stride_head > 0 && t.stride_page > 0 &&
-         encode_tensor_map_16bit_4d(map, t.data, dims, strides, box);
-}
-
-// Both maps of the launch; false where TMA cannot address the tensors.
-template <int D>
-bool encode_kv_maps(WsPrefillParams& wp, const KVSource& kv) {
-  if (!kv.paged()) {
-    wp.box_rows = WsPrefillShape<D>::kKeys;
-    return encode_kv_map<D>(wp.k_map, kv.k) && encode_kv_map<D>(wp.v_map, kv.v);
-  }
-  wp.box_rows = int(std::min<std::uint32_t>(kv.pages.page_size.divisor, WsPrefillShape<D>::kKeys));
-  return encode_paged_map<D>(wp.k_map, kv.k, kv.pages.num_pages, wp.box_rows) &&
-         encode_paged_map<D>(wp.v_map, kv.v, kv.pages.num_pages, wp.box_rows);
-}
-
 template <class TQ, class TKV, int DQK, int DVO>
 void launch(const AttentionKernelParams& p, const detail::KernelKey& key, std::int64_t grid, cudaStream_t stream) {
   static_assert(std::is_same_v<TQ, TKV> && DQK == DVO, "16-bit KV of the query's type, one head dim");
-  const bool boxed = !p.kv.paged() || detail::ws_prefill_pages(p.kv.pages.page_size.divisor);
-  if (key.launch_rows != WsPrefillShape<DQK>::kTileRows || !boxed) {
-    throw Error("attention", "kernel", "warp-specialised prefill",
-                "runs 128-row tiles of ragged KV or of pages of 8-256 slots, a power of two (a selector bug)");
+  if (key.launch_rows != WsPrefillShape<DQK>::kTileRows) {
+    throw Error("attention", "kernel", "warp-specialised prefill", "runs 128-row tiles (a selector bug)");
   }
   WsPrefillParams wp{};
   wp.attn = p;
-  // Tensors TMA cannot address (strides past 2^40 bytes or not multiples of 16 bytes,
-  // which only run() sees) take the wgmma mainloop of the same tile and plan.
-  if (!encode_kv_maps<DQK>(wp, p.kv)) {
-    return wgmma_prefill::launch<TQ, TKV, DQK, DVO>(p, key, grid, stream);
-  }
+  // Ragged tensors TMA cannot address (strides past 2^40 bytes or not multiples of 16
+  // bytes, which only run() sees), and paged K and V of different strides (the gathers
+  // share one row offset between them), take the wgmma mainloop of the same tile and
+  // plan.
+  const bool runs_here =
+      p.kv.paged() ? p.kv.k.stride_page == p.kv.v.stride_page && p.kv.k.stride_token == p.kv.v.stride_token
+                   : encode_kv_map<DQK>(wp.k_map, p.kv.k) && encode_kv_map<DQK>(wp.v_map, p.kv.v);
+  if (!runs_here) return wgmma_prefill::launch<TQ, TKV, DQK, DVO>(p, key, grid, stream);
   using K = WsPrefillKernel<TQ, DQK>;
   static const bool prepared = (K::prepare(), true);
   (void)prepared;

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// The warp-specialised Hopper (sm_90a) prefill of ragged KV: a producer warp streams
-// the item's K and V tiles into a ring of shared-memory stages with TMA bulk tensor
-// copies, each stage guarded by a "full" barrier (the copy's bytes landed) and an
-// "empty" one (both consumer warpgroups are done with it); two consumer warpgroups,
-// 64 query rows each, run S = Q K^T and O += P V on wgmma and the online softmax, and
-// never wait on a copy they issued or on each other. setmaxnreg moves the producer's
-// registers to the consumers. The softmax, mask policy and epilogues are those of the
-// wgmma mainloop (tile/warpgroup_tile.cuh, tile/warpgroup_epilogue.cuh), so both
-// families give the same result for the same item. docs/kernels.md, "Warp-specialised
+// The warp-specialised Hopper (sm_90a) prefill: a producer streams the item's K and V
+// tiles into a ring of shared-memory stages (ragged KV: one warp's TMA bulk tensor
+// copies; a paged cache: the producer warpgroup's row gathers, ws_prefill/gather.cuh),
+// each stage guarded by a "full" barrier (the copy's bytes landed) and an "empty" one
+// (both consumer warpgroups are done with it); two consumer warpgroups, 64 query rows
+// each, run S = Q K^T and O += P V on wgmma and the online softmax, and never wait on
+// a copy they issued or on each other. setmaxnreg moves the producer's registers to
+// the consumers. The softmax, mask policy and epilogues are those of the wgmma
+// mainloop (tile/warpgroup_tile.cuh, tile/warpgroup_epilogue.cuh), so both families
+// give the same result for the same item. docs/kernels.md, "Warp-specialised
 // prefill". Included by its instance.cuh.
 //
 // Per key tile t, in each consumer warpgroup (as in the wgmma mainloop, the
@@ -31,6 +32,7 @@
 #include "cuda/attention/tile/swizzle.cuh"
 #include "cuda/attention/tile/warpgroup_epilogue.cuh"
 #include "cuda/attention/tile/warpgroup_tile.cuh"
+#include "cuda/attention/ws_prefill/gather.cuh"
 #include "cuda/attention/ws_prefill/shape.cuh"
 #include "cuda/check.cuh"
 #include "cuda/common/mbarrier.cuh"
@@ -41,15 +43,12 @@
 
 namespace kvinfer::cuda {
 
-// The attention parameters and the tensor maps of K and V. Ragged NHD or HND tensors
-// are seen as (D, tokens, heads), innermost first, in boxes of 64 columns x kKeys
-// tokens of one head; a paged cache as (D, page slots, heads, pages) in boxes of 64
-// columns x box_rows slots of one head and page (box_rows = min(page size, kKeys), so
-// that a key tile is whole boxes of its pages).
+// The attention parameters and, for ragged KV, the tensor maps of K and V: NHD or HND
+// tensors seen as (D, tokens, heads), innermost first, in boxes of 64 columns x kKeys
+// tokens of one head.
 struct WsPrefillParams {
   AttentionKernelParams attn;
   CUtensorMap k_map, v_map;
-  int box_rows;  // paged: key rows per box; ragged: kKeys
 };
 
 // The ring of K and V stages and its barriers in shared memory.
@@ -70,13 +69,13 @@ struct WsRing {
   // The parity of tile t's use of its stage (the ring's pass).
   __device__ __forceinline__ static unsigned pass(int t) { return unsigned(t / S::kStages) & 1u; }
 
-  // One thread: full barriers take the producer's one arrival (and the copies'
-  // bytes), empty ones an arrival of each consumer warpgroup, the tail one the
-  // producer's.
-  __device__ __forceinline__ void init() const {
+  // One thread: full barriers take the TMA producer's one arrival (and the copies'
+  // bytes) or each gathering thread's (`full_arrivals`), empty ones an arrival of each
+  // consumer warpgroup, the tail one the producer's.
+  __device__ __forceinline__ void init(unsigned full_arrivals) const {
     for (int s = 0; s < S::kStages; ++s) {
-      mbarrier::init(barrier(s), 1);
-      mbarrier::init(barrier(S::kStages + s), 1);
+      mbarrier::init(barrier(s), full_arrivals);
+      mbarrier::init(barrier(S::kStages + s), full_arrivals);
       mbarrier::init(barrier(2 * S::kStages + s), 2);
       mbarrier::init(barrier(3 * S::kStages + s), 2);
     }
@@ -85,55 +84,34 @@ struct WsRing {
   }
 };
 
-// The key tiles an item's producer copies: tile t holds the keys [key_begin + t kKeys,
-// + kKeys) of the request (key_end its last), head `head`; ragged, the tensor's rows
-// from token0 + t kKeys; paged, the request's page-table entries from kv_base.
+// The key tiles the TMA producer copies: tile t holds the keys [key_begin + t kKeys,
+// + kKeys) of the request (key_end its last), head `head`, the tensor's rows from
+// token0 + t kKeys.
 struct WsKeyTiles {
   int key_begin, key_end, num_tiles, head;
-  int token0;   // ragged: the tensor row of key_begin
-  int kv_base;  // paged: the request's first entry of the page table
+  int token0;  // the tensor row of key_begin
 };
 
-// One key tile t of K or V into its stage, its bytes completed on `full`. Ragged: one
-// box per 64-column panel, lane 0 issuing. Paged: the warp's lanes issue a box per
-// panel and box_rows keys, looking up each box's page id; boxes wholly past the keys
-// are not copied (and not read from the page table), so the bytes expected are the
-// boxes copied. A page id outside the cache lands as zeros (TMA's bounds), never as an
-// access outside it; a build with device index checks (tile/bad_item.cuh) does not
-// select this paged path.
+// One key tile t of ragged K or V into its stage, one box per 64-column panel, lane 0
+// issuing; its bytes complete on `full`.
 template <int D>
-__device__ __forceinline__ void copy_key_tile(const WsPrefillParams& wp, const CUtensorMap* map, unsigned char* tile,
-                                              std::uint64_t* full, const WsKeyTiles& kt, int t, int lane) {
+__device__ __forceinline__ void copy_key_tile(const CUtensorMap* map, unsigned char* tile, std::uint64_t* full,
+                                              const WsKeyTiles& kt, int t, int lane) {
   using S = WsPrefillShape<D>;
-  const PageLookup& pages = wp.attn.kv.pages;
-  if (pages.page_ids == nullptr) {
-    if (lane == 0) {
-      mbarrier::arrive_expect_tx(full, S::k_stage);
+  if (lane == 0) {
+    mbarrier::arrive_expect_tx(full, S::k_stage);
 #pragma unroll
-      for (int c = 0; c < S::kPanels; ++c) {
-        tma::load_3d(tile + c * S::kKeys * 128, map, full, 64 * c, kt.token0 + t * S::kKeys, kt.head);
-      }
+    for (int c = 0; c < S::kPanels; ++c) {
+      tma::load_3d(tile + c * S::kKeys * 128, map, full, 64 * c, kt.token0 + t * S::kKeys, kt.head);
     }
-    return;
-  }
-  const int box = wp.box_rows, key0 = kt.key_begin + t * S::kKeys;
-  const int boxes = min(S::kKeys / box, (kt.key_end - key0 + box - 1) / box);
-  if (lane == 0) mbarrier::arrive_expect_tx(full, unsigned(boxes * S::kPanels * box * 128));
-  __syncwarp();  // the bytes are expected before any copy can complete them
-  for (int i = lane; i < boxes * S::kPanels; i += 32) {
-    const int b = i % boxes, c = i / boxes;
-    std::uint32_t slot;
-    const std::uint32_t entry = pages.page_size.divmod(std::uint32_t(key0 + b * box), &slot);
-    const int page = pages.page_ids[kt.kv_base + int(entry)];
-    tma::load_4d(tile + c * S::kKeys * 128 + b * box * 128, map, full, 64 * c, int(slot), kt.head, page);
   }
 }
 
-// The producer warp: K_0, then K_{t+1} and V_t for each tile t, by TMA. Rows past the
-// item's keys land too (other requests' rows, zeros past the tensor, or what a stage
-// held before): the mask gives their scores zero probability, and the rows of the
-// last V tile past the keys are zeroed here before its consumers may read it (0 times
-// a NaN or infinity there would otherwise reach O).
+// The TMA producer warp (ragged KV): K_0, then K_{t+1} and V_t for each tile t. Rows
+// past the item's keys land too (other requests' rows, zeros past the tensor, or what
+// a stage held before): the mask gives their scores zero probability, and the rows of
+// the last V tile past the keys are zeroed here before its consumers may read it (0
+// times a NaN or infinity there would otherwise reach O).
 template <int D>
 __device__ __forceinline__ void produce_kv(const WsPrefillParams& wp, const WsRing<D>& ring, const WsKeyTiles& kt,
                                            int lane) {
@@ -145,15 +123,15 @@ __device__ __forceinline__ void produce_kv(const WsPrefillParams& wp, const WsRi
     tma::prefetch_map(&wp.k_map);
     tma::prefetch_map(&wp.v_map);
   }
-  if (num_tiles > 0) copy_key_tile<D>(wp, &wp.k_map, ring.k_tile(0), ring.full_k(0), kt, 0, lane);
+  if (num_tiles > 0) copy_key_tile<D>(&wp.k_map, ring.k_tile(0), ring.full_k(0), kt, 0, lane);
   for (int t = 0; t < num_tiles; ++t) {
     if (t + 1 < num_tiles) {
       mbarrier::wait(ring.empty_k(t + 1), ring.pass(t + 1) ^ 1u);
-      copy_key_tile<D>(wp, &wp.k_map, ring.k_tile(t + 1), ring.full_k(t + 1), kt, t + 1, lane);
+      copy_key_tile<D>(&wp.k_map, ring.k_tile(t + 1), ring.full_k(t + 1), kt, t + 1, lane);
     }
     mbarrier::wait(ring.empty_v(t), ring.pass(t) ^ 1u);
     const bool tail = t == num_tiles - 1 && partial_last;
-    copy_key_tile<D>(wp, &wp.v_map, ring.v_tile(t), tail ? ring.tail() : ring.full_v(t), kt, t, lane);
+    copy_key_tile<D>(&wp.v_map, ring.v_tile(t), tail ? ring.tail() : ring.full_v(t), kt, t, lane);
   }
   if (num_tiles == 0 || !partial_last) return;
   __syncwarp();
@@ -249,26 +227,20 @@ __global__ void __launch_bounds__(WsPrefillShape<D>::kThreads, 1)
   detail::WorkItem item;
   if (!fetch_heaviest_item(p, item)) return;
   const detail::RequestInfo r = p.schedule.requests[item.request];
-  if (threadIdx.x == 0) ring.init();
+  if (threadIdx.x == 0) ring.init(p.kv.paged() ? WsGather<D>::kThreads : 1u);
   __syncthreads();  // the barriers are initialised before any thread uses them
   wait_for_inputs();
   const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32, warpgroup = int(threadIdx.x) / 128;
-  ItemKeys keys = item_keys(p, item, r, nullptr);
-  // Paged, tiles start on a box of a page: the keys before key_begin that this adds are
-  // hidden by the mask (mask_begin; the first tile is a masked one). They may be the
-  // request's previous chunk's: the planner clips a request's keys to those its rows
-  // see before it splits them, so chunks need not start on pages.
-  if (p.kv.paged() && keys.key_end > keys.key_begin) {
-    keys.full_lo = max(keys.full_lo, keys.key_begin);
-    keys.key_begin -= keys.key_begin % wp.box_rows;
-  }
+  const ItemKeys keys = item_keys(p, item, r, nullptr);
   const int num_tiles = keys.num_tiles(S::kKeys);
 
   if (warpgroup == 2) {  // the producer
     tma::shrink_registers<S::kProducerRegs>();
-    if (warp == 8) {
-      const WsKeyTiles kt{keys.key_begin, keys.key_end, num_tiles, item.kv_head, r.kv_begin + keys.key_begin,
-                          r.kv_begin};
+    if (p.kv.paged()) {
+      gather_kv<D>(p, item, ring, smem.ptr, keys.key_begin, keys.key_end, num_tiles,
+                   int(threadIdx.x) - S::kConsumerThreads);
+    } else if (warp == 8) {
+      const WsKeyTiles kt{keys.key_begin, keys.key_end, num_tiles, item.kv_head, r.kv_begin + keys.key_begin};
       produce_kv<D>(wp, ring, kt, lane);
     }
     return;

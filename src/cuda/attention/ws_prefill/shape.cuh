@@ -36,6 +36,7 @@ struct WsPrefillShape {
   // Named barriers: 1 and 2 are the staged epilogue's (one per warpgroup), kQBarrier the
   // consumers' (Q landed; Q's bytes free for the staged epilogue).
   static constexpr int kQBarrier = 3;
+  static constexpr int kGatherBarrier = 4;  // the producer warpgroup's (paged KV)
   // setmaxnreg budgets: 2 x 128 x 232 + 128 x 40 = 64 512 of the 65 536 registers. The
   // producer's paged copies (a page lookup and a box per lane) spill at 24; the
   // consumers' code takes at most 216 (head_dim 256).
@@ -50,7 +51,10 @@ struct WsPrefillShape {
   static constexpr int barriers = v + kStages * tile_bytes;
   // full_k, full_v, empty_k, empty_v (kStages each), then the tail barrier.
   static constexpr int kBarriers = 4 * kStages + 1;
-  static constexpr int bytes = barriers + kBarriers * 8;
+  // Paged KV: the byte offsets of a key tile's rows in the cache, for two tiles
+  // (ws_prefill/gather.cuh).
+  static constexpr int row_offsets = barriers + kBarriers * 8;
+  static constexpr int bytes = row_offsets + 2 * kKeys * 8;
   static constexpr int kSmem = bytes + 1024;  // slack to align the base to 1024 bytes
   static_assert(kSmem <= 227 * 1024, "the ring must fit the 227 KB a CTA may use");
 };
