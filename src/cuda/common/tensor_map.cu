@@ -54,9 +54,4 @@ bool encode_tensor_map_16bit_3d(CUtensorMap& map, const void* data, const std::u
   return encode_16bit<3>(map, data, dims, strides_bytes, box);
 }
 
-bool encode_tensor_map_16bit_4d(CUtensorMap& map, const void* data, const std::uint64_t (&dims)[4],
-                                const std::uint64_t (&strides_bytes)[3], const std::uint32_t (&box)[4]) {
-  return encode_16bit<4>(map, data, dims, strides_bytes, box);
-}
-
 }  // namespace kvinfer::cuda

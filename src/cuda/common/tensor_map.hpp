@@ -19,8 +19,4 @@ namespace kvinfer::cuda {
 bool encode_tensor_map_16bit_3d(CUtensorMap& map, const void* data, const std::uint64_t (&dims)[3],
                                 const std::uint64_t (&strides_bytes)[2], const std::uint32_t (&box)[3]);
 
-// The same for a 4-D tensor (a paged cache seen as D x page slots x heads x pages).
-bool encode_tensor_map_16bit_4d(CUtensorMap& map, const void* data, const std::uint64_t (&dims)[4],
-                                const std::uint64_t (&strides_bytes)[3], const std::uint32_t (&box)[4]);
-
 }  // namespace kvinfer::cuda

@@ -33,16 +33,6 @@ __device__ __forceinline__ void load_3d(void* dst, const CUtensorMap* map, std::
       : "memory");
 }
 
-// The 4-D form, coordinates (c0, c1, c2, c3).
-__device__ __forceinline__ void load_4d(void* dst, const CUtensorMap* map, std::uint64_t* bar, int c0, int c1, int c2,
-                                        int c3) {
-  asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, "
-      "%5}], [%6];" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(dst))),
-      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(mbarrier::addr(bar))
-      : "memory");
-}
-
 // setmaxnreg.{inc,dec}.sync.aligned.u32: every warp of the warpgroup moves its
 // register allocation to kRegs per thread (a multiple of 8 in [24, 256]): producers
 // give theirs up, so that consumers can hold larger accumulators.
