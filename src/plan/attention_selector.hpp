@@ -25,8 +25,6 @@ struct AttentionInstance {
 // on the gathers as they are now (the ctest cuda_prefill_ws_paged runs it with
 // KVINFER_WS_PREFILL_PAGED=1): on the H200 they took 0.76-0.85 of the mainloop's time
 // at head_dim 128, 0.94-0.99 at 256 and 0.87-1.11 at 64 (docs/log/ws-prefill-2026-12-03.md).
-// A build with device index checks keeps paged KV on the wgmma mainloop, which checks
-// page ids (the CUDA backend's caps).
 inline constexpr bool kWsPrefillPaged = false;
 
 // What a CUDA device and the build offer the selector.

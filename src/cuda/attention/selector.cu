@@ -64,15 +64,10 @@ const detail::AttentionKernelCaps& kernel_caps(bool hopper) {
     }
     c.hopper = on_hopper;
     c.preset = KVINFER_INSTANCE_PRESET;
-    // The warp-specialised kernel's paged gathers do not check page ids: a build with
-    // device index checks keeps paged KV on the wgmma mainloop, which does.
-    c.ws_prefill_paged = detail::kWsPrefillPaged && !detail::kDeviceIndexChecks;
+    c.ws_prefill_paged = detail::kWsPrefillPaged;
     if (const char* env = std::getenv("KVINFER_WS_PREFILL_PAGED"); env != nullptr) {
       const std::string_view v(env);
       if (v != "0" && v != "1") throw Error("attention", "KVINFER_WS_PREFILL_PAGED", std::string(v), "must be 0 or 1");
-      if (v == "1" && detail::kDeviceIndexChecks)
-        throw Error("attention", "KVINFER_WS_PREFILL_PAGED", std::string(v),
-                    "must be 0 in a build with KVINFER_DEVICE_INDEX_CHECKS (those paged gathers do not check page ids)");
       c.ws_prefill_paged = v == "1";
     }
     return c;

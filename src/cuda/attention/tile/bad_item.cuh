@@ -128,4 +128,17 @@ __device__ __forceinline__ void mark_bad_chunk(const AttentionKernelParams& p, c
   }
 }
 
+// mark_bad_chunk's writes for a kernel whose threads are not all left at the end (the
+// warp-specialised prefill's consumers, the producer having returned): thread `thread`
+// of `threads`, after a barrier of those threads. (mark_bad_chunk keeps its own loop:
+// calling this from it changed the wgmma mainloop's code in the checked build.)
+__device__ __forceinline__ void write_bad_chunk_lse(const AttentionKernelParams& p, const detail::WorkItem& item,
+                                                    const detail::RequestInfo& r, int rows, int thread, int threads) {
+  for (int i = thread; i < rows; i += threads) {
+    const PackedRow row = packed_row(p, item, p.heads.group_size, i);
+    const std::int64_t prow = r.partial_begin + std::int64_t(item.chunk) * r.qo_len + row.token;
+    p.schedule.partial_lse[prow * p.heads.num_qo_heads + row.head] = kBadChunkLse;
+  }
+}
+
 }  // namespace kvinfer::cuda

@@ -26,6 +26,7 @@
 #include <cstdint>
 
 #include "cuda/attention/attention_kernel_params.cuh"
+#include "cuda/attention/tile/bad_item.cuh"
 #include "cuda/attention/tile/item_keys.cuh"
 #include "cuda/attention/tile/kv_copy.cuh"
 #include "cuda/attention/tile/packed_rows.cuh"
@@ -232,7 +233,12 @@ __global__ void __launch_bounds__(WsPrefillShape<D>::kThreads, 1)
   wait_for_inputs();
   const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32, warpgroup = int(threadIdx.x) / 128;
   const ItemKeys keys = item_keys(p, item, r, nullptr);
-  const int num_tiles = keys.num_tiles(S::kKeys);
+  // A bad page id: no key tile (tile/bad_item.cuh), agreed by the whole CTA before the
+  // producer and the consumers part (the vote's scratch is the gathers' table, not yet
+  // in use).
+  const bool bad_page = kDeviceIndexChecks && p.kv.paged() &&
+                        any_bad_page<false>(p, item, item_page_missing(p, item, S::kThreads), smem.ptr + S::row_offsets);
+  const int num_tiles = bad_page ? 0 : keys.num_tiles(S::kKeys);
 
   if (warpgroup == 2) {  // the producer
     tma::shrink_registers<S::kProducerRegs>();
@@ -279,6 +285,10 @@ __global__ void __launch_bounds__(WsPrefillShape<D>::kThreads, 1)
     // last tile starts with a CTA barrier that gives it the same order.)
     named_barrier::sync<S::kQBarrier, S::kConsumerThreads>();
     store_output_staged<D>(p, item, r, o, row_max, row_sum, softmax.sc, rows, smem.ptr + S::q, warpgroup);
+  }
+  if (bad_page && r.num_chunks > 1) {  // the producer has left: the consumers' barrier
+    named_barrier::sync<S::kQBarrier, S::kConsumerThreads>();
+    write_bad_chunk_lse(p, item, r, rows, int(threadIdx.x), S::kConsumerThreads);
   }
 #endif
 }
