@@ -114,6 +114,7 @@ class BatchDecodeWithPagedKVCacheWrapper(WrapperBase):
         window_right: int = 0,
         is_causal: Optional[bool] = None,
         use_token_head_sf: bool = False,
+        position_offsets: Optional[Any] = None,
     ) -> None:
         """Plans decode for a page table.
 
@@ -124,6 +125,9 @@ class BatchDecodeWithPagedKVCacheWrapper(WrapperBase):
         -1 (off) or w (w + 1 keys incl. the last); logits_soft_cap None/0 (off) or cap;
         sm_scale default 1/sqrt(head_dim); dtypes as torch or numpy dtypes or names;
         fixed_split_size: split-KV chunks of this many pages (batch-invariant results).
+        position_offsets (a kvinfer extension; int32 [batch_size], CPU backend): request
+        b's query sits at kv_len - 1 + position_offsets[b] among its keys, for the window,
+        RoPE and ALiBi (a contiguous shard of a longer sequence).
         """
         op = self._op
         reject(op,
@@ -145,7 +149,8 @@ class BatchDecodeWithPagedKVCacheWrapper(WrapperBase):
                                                 rope_theta, "auto", dtypes,
                                                 _utils.split_size(fixed_split_size, page_size), disable_split_kv)
         self._impl.plan(_utils.host(indptr), indices, _utils.host(last_page_len), num_qo_heads, num_kv_heads,
-                        head_dim, page_size, options)
+                        head_dim, page_size, options,
+                        None if position_offsets is None else _utils.host(position_offsets))
         self._planned(num_qo_heads, head_dim, window_left)
 
     begin_forward = plan

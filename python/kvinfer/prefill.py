@@ -175,13 +175,17 @@ class BatchPrefillWithPagedKVCacheWrapper(_Prefill):
         disable_split_kv: bool = False,
         uniform_q_len: Optional[int] = None,
         use_token_head_sf: bool = False,
+        position_offsets: Optional[Any] = None,
     ) -> None:
         """Plans prefill for qo_indptr int32 [batch_size + 1] (query rows of each request)
         and a page table (paged_kv_indptr int32 [batch_size + 1], paged_kv_indices int32
         [>= paged_kv_indptr[-1]], paged_kv_last_page_len int32 [batch_size]). causal:
         bottom-right aligned; a custom_mask / packed_custom_mask replaces it (FlashInfer's
         rule). fixed_split_size is in pages. max_token_per_sequence, max_sequence_kv and
-        uniform_q_len are hints (kvinfer plans from the arrays)."""
+        uniform_q_len are hints (kvinfer plans from the arrays). position_offsets (a
+        kvinfer extension; int32 [batch_size], CPU backend): request b's rows sit at
+        kv_len - qo_len + i + position_offsets[b] among its keys, for the mask, window,
+        RoPE and ALiBi (a shard of a longer sequence)."""
         op = self._op
         _reject_common_plan(op, use_fp16_qk_reduction, prefix_len_ptr, token_pos_in_items_ptr,
                             token_pos_in_items_len, max_item_len_ptr, seq_lens, seq_lens_q, use_token_head_sf)
@@ -205,7 +209,8 @@ class BatchPrefillWithPagedKVCacheWrapper(_Prefill):
                                                 rope_theta, self._backend, dtypes,
                                                 _utils.split_size(fixed_split_size, page_size), disable_split_kv)
         self._impl.plan(qo_host, indptr_host, paged_kv_indices, last_host, num_qo_heads, num_kv_heads, head_dim_qk,
-                        page_size, mask, bool(causal), options)
+                        page_size, mask, bool(causal), options,
+                        None if position_offsets is None else _utils.host(position_offsets))
         self._planned(num_qo_heads, head_dim_qk, window_left)
 
     begin_forward = plan
@@ -324,10 +329,12 @@ class BatchPrefillWithRaggedKVCacheWrapper(_Prefill):
         kv_indptr_cpu: Optional[Any] = None,
         uniform_q_len: Optional[int] = None,
         use_token_head_sf: bool = False,
+        position_offsets: Optional[Any] = None,
     ) -> None:
         """Plans prefill for qo_indptr / kv_indptr int32 [batch_size + 1] (query / key rows
         of each request). head_dim_vo may differ from head_dim_qk (e.g. 192 / 128).
-        causal: bottom-right aligned; a custom mask replaces it (FlashInfer's rule)."""
+        causal: bottom-right aligned; a custom mask replaces it (FlashInfer's rule).
+        position_offsets: as for BatchPrefillWithPagedKVCacheWrapper.plan."""
         op = self._op
         _reject_common_plan(op, use_fp16_qk_reduction, prefix_len_ptr, token_pos_in_items_ptr,
                             token_pos_in_items_len, max_item_len_ptr, seq_lens, seq_lens_q, use_token_head_sf)
@@ -347,7 +354,8 @@ class BatchPrefillWithRaggedKVCacheWrapper(_Prefill):
         options = _utils.attention_plan_options(pos_encoding_mode, window_left, sm_scale, logits_soft_cap, rope_scale,
                                                 rope_theta, self._backend, dtypes,
                                                 _utils.split_size(fixed_split_size, 1), disable_split_kv)
-        self._impl.plan(qo_host, kv_host, num_qo_heads, num_kv_heads, head_dim_qk, vo, mask, bool(causal), options)
+        self._impl.plan(qo_host, kv_host, num_qo_heads, num_kv_heads, head_dim_qk, vo, mask, bool(causal), options,
+                        None if position_offsets is None else _utils.host(position_offsets))
         self._planned(num_qo_heads, vo, window_left)
 
     begin_forward = plan

@@ -172,17 +172,21 @@ class Decode : public Wrapper<BatchDecodeWithPagedKVCache> {
   using Wrapper::Wrapper;
 
   void plan(nb::handle indptr, nb::handle indices, nb::handle last_page_len, std::int64_t num_qo_heads,
-            std::int64_t num_kv_heads, std::int64_t head_dim, std::int64_t page_size, const PlanOptions& options) {
+            std::int64_t num_kv_heads, std::int64_t head_dim, std::int64_t page_size, const PlanOptions& options,
+            nb::handle position_offsets) {
     const PageTableArg table = page_table_arg(kOp, indptr, indices, last_page_len);
+    const TensorArg a_pos = tensor_arg(kOp, "position_offsets", position_offsets, std::nullopt, true);
     const DecodePlanArgs args = with_plan_options(kOp,
                                                   DecodePlanArgs{.page_table = table.table(),
                                                                  .num_qo_heads = num_qo_heads,
                                                                  .num_kv_heads = num_kv_heads,
                                                                  .head_dim = head_dim,
-                                                                 .page_size = page_size},
+                                                                 .page_size = page_size,
+                                                                 .position_offsets = a_pos.view},
                                                   MaskMode::kNone, options);
-    // indptr and last_page_len too: time_step() plans from them again.
-    commit(args, args.o_dtype, {nb::borrow(indices), nb::borrow(indptr), nb::borrow(last_page_len)});
+    // indptr, last_page_len and the offsets too: time_step() plans from them again.
+    commit(args, args.o_dtype,
+           {nb::borrow(indices), nb::borrow(indptr), nb::borrow(last_page_len), nb::borrow(position_offsets)});
     last_args_ = args;
   }
 
@@ -219,15 +223,18 @@ class PagedPrefill : public Wrapper<BatchPrefillWithPagedKVCache> {
 
   void plan(nb::handle qo_indptr, nb::handle indptr, nb::handle indices, nb::handle last_page_len,
             std::int64_t num_qo_heads, std::int64_t num_kv_heads, std::int64_t head_dim,
-            std::int64_t page_size, nb::handle custom_mask, bool causal, const PlanOptions& options) {
+            std::int64_t page_size, nb::handle custom_mask, bool causal, const PlanOptions& options,
+            nb::handle position_offsets) {
     const TensorArg a_qo = tensor_arg(kOp, "qo_indptr", qo_indptr);
     const PageTableArg table = page_table_arg(kOp, indptr, indices, last_page_len);
+    const TensorArg a_pos = tensor_arg(kOp, "position_offsets", position_offsets, std::nullopt, true);
     plan_prefill(PagedPrefillPlanArgs{.qo_indptr = a_qo.view,
                                       .page_table = table.table(),
                                       .num_qo_heads = num_qo_heads,
                                       .num_kv_heads = num_kv_heads,
                                       .head_dim = head_dim,
-                                      .page_size = page_size},
+                                      .page_size = page_size,
+                                      .position_offsets = a_pos.view},
                  custom_mask, causal, options, {nb::borrow(indices)});
   }
 };
@@ -241,15 +248,17 @@ class RaggedPrefill : public Wrapper<BatchPrefillWithRaggedKVCache> {
 
   void plan(nb::handle qo_indptr, nb::handle kv_indptr, std::int64_t num_qo_heads, std::int64_t num_kv_heads,
             std::int64_t head_dim_qk, std::int64_t head_dim_vo, nb::handle custom_mask, bool causal,
-            const PlanOptions& options) {
+            const PlanOptions& options, nb::handle position_offsets) {
     const TensorArg a_qo = tensor_arg(kOp, "qo_indptr", qo_indptr);
     const TensorArg a_kv = tensor_arg(kOp, "kv_indptr", kv_indptr);
+    const TensorArg a_pos = tensor_arg(kOp, "position_offsets", position_offsets, std::nullopt, true);
     plan_prefill(RaggedPrefillPlanArgs{.qo_indptr = a_qo.view,
                                        .kv_indptr = a_kv.view,
                                        .num_qo_heads = num_qo_heads,
                                        .num_kv_heads = num_kv_heads,
                                        .head_dim_qk = head_dim_qk,
-                                       .head_dim_vo = head_dim_vo},
+                                       .head_dim_vo = head_dim_vo,
+                                       .position_offsets = a_pos.view},
                  custom_mask, causal, options, {});
   }
 
@@ -483,7 +492,8 @@ void bind_attention(nb::module_& m) {
   def_run(decode, &Decode::run_paged);
   decode
       .def("plan", &Decode::plan, arg("indptr"), arg("indices"), arg("last_page_len"), arg("num_qo_heads"),
-           arg("num_kv_heads"), arg("head_dim"), arg("page_size"), arg("options"))
+           arg("num_kv_heads"), arg("head_dim"), arg("page_size"), arg("options"),
+           arg("position_offsets").none() = nb::none())
       .def("time_step", &Decode::time_step, arg("q"), arg("k"), arg("v").none(), arg("out"), arg("runs"),
            arg("stream"), arg("replan") = true,
            "Benchmark hook: the last plan() again (replan) plus `runs` run() calls, timed in C++ (microseconds).");
@@ -494,7 +504,8 @@ void bind_attention(nb::module_& m) {
   def_run(paged, &PagedPrefill::run_paged);
   paged.def("plan", &PagedPrefill::plan, arg("qo_indptr"), arg("indptr"), arg("indices"), arg("last_page_len"),
             arg("num_qo_heads"), arg("num_kv_heads"), arg("head_dim"), arg("page_size"),
-            arg("custom_mask").none(), arg("causal"), arg("options"));
+            arg("custom_mask").none(), arg("causal"), arg("options"),
+            arg("position_offsets").none() = nb::none());
 
   auto ragged = wrapper_class<RaggedPrefill>(m, "BatchPrefillWithRaggedKVCache",
                                              "kvinfer::BatchPrefillWithRaggedKVCache; kvinfer.prefill wraps it.");
@@ -502,7 +513,7 @@ void bind_attention(nb::module_& m) {
   def_run(ragged, &RaggedPrefill::run);
   ragged.def("plan", &RaggedPrefill::plan, arg("qo_indptr"), arg("kv_indptr"), arg("num_qo_heads"),
              arg("num_kv_heads"), arg("head_dim_qk"), arg("head_dim_vo"), arg("custom_mask").none(),
-             arg("causal"), arg("options"));
+             arg("causal"), arg("options"), arg("position_offsets").none() = nb::none());
 
   auto cascade = wrapper_class<Cascade>(m, "MultiLevelCascadeAttention",
                                         "kvinfer::MultiLevelCascadeAttention; kvinfer.cascade wraps it.");

@@ -64,6 +64,9 @@ struct AttentionParams {
   TensorView kv_indices;  // paged: int32 [>= nnz_kv]
   const float* alibi_slopes = nullptr;        // [Hq], with PosEncoding::kAlibi
   const std::uint8_t* custom_mask = nullptr;  // packed bits, little order; RequestInfo::mask_offset
+  // Per request: its rows' shift from the bottom-right (PlanArgs::position_offsets), on
+  // the host; null: all 0 (the only case the CUDA backend is given).
+  const std::int32_t* position_offsets = nullptr;
 
   // The schedule, in the workspace of the run's device.
   ScheduleView schedule;  // partial states: [max_partial_rows, H, Dvo] and [max_partial_rows, H]

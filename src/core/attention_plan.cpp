@@ -145,11 +145,30 @@ AttentionProblem AttentionPlan::check_problem(const PlanRequest& req) const {
   require_v(std::int64_t(pr.max_qo_len) * pr.group_size() <= kInt32Max, op,
             capacity_ && req.max_qo_len < 0 ? "capacity.max_qo_tokens" : "qo_indptr", pr.max_qo_len,
             later("a request's query rows times the GQA group ({}) must fit in int32", pr.group_size()));
-  // A window at least as long as every request hides nothing: it is no window (so
-  // that a window near INT32_MAX never enters the mask's int32 arithmetic). Any
-  // other keeps i_pos - window_left within int32.
-  if (pr.window_left >= max_kv_len) pr.window_left = -1;
-  require_v(pr.window_left < 0 || std::int64_t(pr.window_left) + pr.max_qo_len <= kInt32Max, op,
+  // Position offsets: on the CPU backend only, and each keeps its request's positions,
+  // from the first row's window start to the last row's key bound, within int32.
+  std::int64_t max_offset = 0, min_offset = 0;
+  for (std::size_t b = 0; b < req.position_offsets.size(); ++b) {
+    const std::int64_t d = req.position_offsets[b];
+    if (d == 0) continue;
+    const std::string arg = fmt::format("position_offsets[{}]", b);
+    require_v(device_.is_cpu(), op, arg, d,
+              "non-zero position offsets run on the CPU backend (the CUDA kernels take rows at the "
+              "bottom-right of their keys)");
+    const std::int64_t qo = req.qo_lens[b], kv = req.kv_lens[b];
+    const std::int64_t lo = kv - qo + d - std::max(0, o.window_left), hi = kv + d;
+    require_v(lo >= -kInt32Max && hi <= kInt32Max && qo - d >= -kInt32Max && qo - d <= kInt32Max, op, arg, d,
+              fmt::format("must keep the request's positions (kv_len {} - qo_len {} + offset - window_left "
+                          "to kv_len + offset) within int32",
+                          kv, qo));
+    max_offset = std::max(max_offset, d);
+    min_offset = std::min(min_offset, d);
+  }
+  // A window at least as long as every request's last position hides nothing: it is
+  // no window (so that a window near INT32_MAX never enters the mask's int32
+  // arithmetic). Any other keeps i_pos - window_left within int32.
+  if (pr.window_left >= max_kv_len + max_offset) pr.window_left = -1;
+  require_v(pr.window_left < 0 || std::int64_t(pr.window_left) + pr.max_qo_len - min_offset <= kInt32Max, op,
             "options.window_left", o.window_left,
             fmt::format("plus the longest request's query rows ({}) must fit in int32", pr.max_qo_len));
   return pr;
@@ -169,6 +188,7 @@ Schedule AttentionPlan::make_plan_schedule(const PlanRequest& req, const Attenti
   in.head_dim_vo = pr.head_dim_vo;
   in.page_size = pr.page_size;
   in.window_left = pr.window_left;
+  in.position_offsets = req.position_offsets;
   // The kernel that will run the plan shapes its work items.
   const AttentionKernelTraits traits =
       as_caller(req.op, [&] { return backend_->attention_kernel(pr, device_.index); });
@@ -243,6 +263,8 @@ AttentionPlan::Prepared AttentionPlan::prepare(const PlanRequest& req) const {
         req.options.alibi_slopes.empty() ? alibi_slopes(int(pr.num_qo_heads)) : req.options.alibi_slopes;
   }
   out.kv_indices = req.kv_indices;
+  if (std::any_of(req.position_offsets.begin(), req.position_offsets.end(), [](std::int32_t d) { return d != 0; }))
+    out.position_offsets = req.position_offsets;
   return out;
 }
 
@@ -281,6 +303,7 @@ void AttentionPlan::commit(Prepared&& p) {
     copy(alibi_slopes_, TensorView(p.alibi_slopes.data(), DType::kF32, {pr.num_qo_heads}));
   }
   kv_indices_ = p.kv_indices;
+  position_offsets_ = std::move(p.position_offsets);
   problem_ = pr;
   kernel_ = p.kernel;
   schedule_ = std::move(p.schedule);
@@ -395,6 +418,7 @@ void AttentionPlan::run(std::string_view op, const TensorView& q, const TensorVi
   p.kv_indices = kv_indices_;
   p.alibi_slopes = alibi_slopes_.defined() ? alibi_slopes_.data_as<const float>() : nullptr;
   p.custom_mask = custom_mask_.defined() ? custom_mask_.data_as<const std::uint8_t>() : nullptr;
+  p.position_offsets = position_offsets_.empty() ? nullptr : position_offsets_.data();
   bind_schedule(p, workspace_.view(schedule_.layout), schedule_);
   p.q_tile_rows = schedule_.q_tile_rows;
   p.max_chunks = schedule_.max_chunks;

@@ -35,6 +35,7 @@ struct PlanRequest {
   TensorView kv_indices;   // paged: read by run()
   SplitOptions split;
   std::int64_t max_qo_len = -1;  // rows of one request when fixed by the wrapper (decode: 1)
+  std::vector<std::int32_t> position_offsets;  // per request, or empty (all 0)
 };
 
 // A plan in two steps, so that plan() is atomic: prepare() checks the arguments and
@@ -53,6 +54,7 @@ class AttentionPlan {
     Tensor mask_packed;      // a boolean custom mask packed (on the device), or absent
     TensorView caller_mask;  // the caller's packed mask, or absent
     std::vector<float> alibi_slopes;
+    std::vector<std::int32_t> position_offsets;  // empty: all 0
   };
 
   // `op` names the owner (the wrapper, or single_prefill) in the constructor's errors.
@@ -108,6 +110,7 @@ class AttentionPlan {
   Tensor custom_mask_packed_;  // a boolean mask packed by plan (grows, never shrinks)
   TensorView custom_mask_;     // what run reads: a prefix of custom_mask_packed_ or the caller's packed mask
   Tensor alibi_slopes_;        // float32 [Hq] on the device
+  std::vector<std::int32_t> position_offsets_;  // per request (host; the CPU backend's), or empty
   PlanWorkspace workspace_;
 };
 

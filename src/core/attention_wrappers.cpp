@@ -64,6 +64,14 @@ void fill_shape(PlanRequest& req, const Args& a, std::int64_t head_dim_qk, std::
   req.split = a.split;
 }
 
+// The optional position offsets of a plan's requests (host int32 [batch_size]).
+void fill_position_offsets(PlanRequest& req, const TensorView& offsets) {
+  if (!offsets.defined()) return;
+  detail::check_host_index_array(req.op, "position_offsets", offsets, std::int64_t(req.qo_lens.size()));
+  const auto* o = offsets.data_as<const std::int32_t>();
+  req.position_offsets.assign(o, o + req.qo_lens.size());
+}
+
 // `op` names the caller in every error of the plan (the wrapper, or single_prefill).
 PlanRequest ragged_request(const RaggedPrefillPlanArgs& a, std::string_view op = kRaggedOp) {
   PlanRequest req;
@@ -76,6 +84,7 @@ PlanRequest ragged_request(const RaggedPrefillPlanArgs& a, std::string_view op =
   req.nnz_kv = kv_indptr[batch];
   fill_shape(req, a, a.head_dim_qk, a.head_dim_vo == 0 ? a.head_dim_qk : a.head_dim_vo);
   req.custom_mask = a.custom_mask;
+  fill_position_offsets(req, a.position_offsets);
   return req;
 }
 
@@ -92,6 +101,7 @@ PlanRequest paged_prefill_request(const PagedPrefillPlanArgs& a, Device device) 
                     fmt::format("must equal qo_indptr.shape[0] ({})", req.qo_lens.size() + 1));
   fill_shape(req, a, a.head_dim, a.head_dim);
   req.custom_mask = a.custom_mask;
+  fill_position_offsets(req, a.position_offsets);
   return req;
 }
 }  // namespace detail
@@ -108,6 +118,7 @@ PlanRequest decode_request(const DecodePlanArgs& a, Device device) {
                   a.options.mask_mode == MaskMode::kCausal ? "causal" : "custom",
                   "decode attends the last token to every key: mask_mode must be none");
   fill_shape(req, a, a.head_dim, a.head_dim);
+  fill_position_offsets(req, a.position_offsets);
   return req;
 }
 

@@ -181,7 +181,10 @@ class ItemRun {
     mask_.causal = pr_.mask_mode == MaskMode::kCausal;
     mask_.window_left = pr_.window_left;
     mask_.custom = (pr_.mask_mode == MaskMode::kCustom) ? p.custom_mask + r_.mask_offset : nullptr;
-    mask_.qo_len = r_.qo_len;
+    // A position offset d moves the rows' diagonal to row + kv_len - qo_len + d: the
+    // mask's qo_len is the one that places them there (RequestMask::diagonal; the
+    // plan keeps qo_len - d within int32).
+    mask_.qo_len = p.position_offsets ? r_.qo_len - p.position_offsets[item.request] : r_.qo_len;
     mask_.kv_len = r_.kv_len;
 
     const std::size_t rows = std::size_t(nrows_);

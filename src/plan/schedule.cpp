@@ -51,11 +51,13 @@ void check_items(const ScheduleInput& in, std::int64_t items, std::string_view w
 
 }  // namespace
 
-KeyRange visible_key_range(std::int32_t qo_len, std::int32_t kv_len, int window_left) {
+KeyRange visible_key_range(std::int32_t qo_len, std::int32_t kv_len, int window_left,
+                           std::int32_t position_offset) {
   if (qo_len == 0) return {0, 0};
-  // Row 0 has the smallest window start; the last row's diagonal is kv_len - 1, so a
-  // causal mask never hides a key from every row.
-  const std::int64_t lo = std::int64_t(kv_len) - qo_len - window_left;
+  // Row 0 has the smallest window start. Keys past the last row's diagonal (kv_len - 1
+  // + position_offset) stay in the range where a causal mask hides them from every
+  // row: the kernels mask them, and rows that see no key come out as zeros.
+  const std::int64_t lo = std::int64_t(kv_len) - qo_len + position_offset - window_left;
   const std::int32_t first = window_left >= 0 ? std::int32_t(std::clamp<std::int64_t>(lo, 0, kv_len)) : 0;
   return {first, kv_len};
 }
@@ -98,7 +100,8 @@ RequestShapes measure_requests(const ScheduleInput& in) {
   // Every tile is an item of each KV head: bounded before anything is multiplied by it.
   check_items(in, mul_sat(r.tiles_total, in.num_kv_heads), "query tiles x KV heads");
   for (std::size_t b = 0; b < batch; ++b) {
-    r.ranges[b] = visible_key_range(in.qo_lens[b], in.kv_lens[b], in.window_left);
+    r.ranges[b] = visible_key_range(in.qo_lens[b], in.kv_lens[b], in.window_left,
+                                    in.position_offsets.empty() ? 0 : in.position_offsets[b]);
     r.eff_lens[b] = r.ranges[b].last - r.ranges[b].first;
     r.nnz_q += in.qo_lens[b];
     r.max_eff = std::max(r.max_eff, r.eff_lens[b]);

@@ -60,6 +60,7 @@ struct ScheduleInput {
   std::int64_t head_dim_vo = 128;
   std::int64_t page_size = 1;  // chunks are whole pages, unless pages are longer than min_chunk_tokens
   int window_left = -1;
+  std::span<const std::int32_t> position_offsets;  // per request, or empty (all 0)
   std::int32_t q_tile_rows = 64;  // packed rows per work item (chosen by the backend's kernel)
   std::int64_t fixed_split_size = -1;
   bool disable_split_kv = false;
@@ -147,6 +148,7 @@ Schedule make_schedule(const ScheduleInput& in, const DeviceProfile& profile);
 struct KeyRange {
   std::int32_t first, last;
 };
-KeyRange visible_key_range(std::int32_t qo_len, std::int32_t kv_len, int window_left);
+KeyRange visible_key_range(std::int32_t qo_len, std::int32_t kv_len, int window_left,
+                           std::int32_t position_offset = 0);
 
 }  // namespace kvinfer::detail

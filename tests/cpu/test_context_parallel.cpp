@@ -4,14 +4,19 @@
 // states merged by merge_states, against attention over the whole cache in float64.
 // With empty shards (more ranks than a request's pages, an empty request), a request's
 // partial last page on whichever rank holds it, and one rank. Causal prefill across
-// two ranks (striped chunks) with the masks the API has.
+// two ranks (striped chunks) with the masks the API has. Position offsets: contiguous
+// shards of a decode with a window, ALiBi and RoPE, and a prompt's (query chunk, key
+// chunk) blocks under causal + window + ALiBi, each against the float64 oracle over
+// the whole sequence.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "kvinfer/kvinfer.hpp"
+#include "oracle/oracle.hpp"
 #include "testing/expect_error.hpp"
 #include "testing/random.hpp"
 
@@ -200,6 +205,181 @@ TEST(ContextParallel, CausalPrefillOverTwoRanksMergedEqualsTheWholePrompt) {
       }
     }
   }
+}
+
+// A bf16 tensor's values as doubles (row-major).
+std::vector<double> to_double(const Tensor& t) {
+  std::vector<double> out(std::size_t(t.numel()));
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = bf16_to_f32(t.data_as<const std::uint16_t>()[i]);
+  return out;
+}
+
+// Merged states o [rows, heads, D] / lse [rows, heads] against the oracle's rows from
+// row0 on.
+void expect_states_near(const float* o, const float* lse, const oracle::AttentionResult& want, std::int64_t row0,
+                        std::int64_t rows) {
+  for (std::int64_t i = 0; i < rows; ++i) {
+    for (std::int64_t h = 0; h < kHq; ++h) {
+      const double want_lse = want.lse[std::size_t((row0 + i) * kHq + h)];
+      const float got_lse = lse[i * kHq + h];
+      if (std::isinf(want_lse)) {
+        EXPECT_EQ(got_lse, -INFINITY) << "row " << row0 + i << " head " << h;
+      } else {
+        EXPECT_NEAR(got_lse, want_lse, 2e-3 * (1.0 + std::abs(want_lse))) << "row " << row0 + i << " head " << h;
+      }
+      for (std::int64_t d = 0; d < kD; ++d) {
+        const double w = want.o[std::size_t(((row0 + i) * kHq + h) * kD + d)];
+        // Each block's o is rounded to bf16 before the merge: within bf16's step of 2^-8.
+        ASSERT_NEAR(o[(i * kHq + h) * kD + d], w, 8e-3 * (1.0 + std::abs(w)))
+            << "row " << row0 + i << " head " << h << " dim " << d;
+      }
+    }
+  }
+}
+
+// Copies one block's (o, LSE) into slot `slot` of `slots` of the states merge_states takes.
+void put_state(const Tensor& out, const Tensor& lse, Tensor& states, Tensor& lses, std::int64_t rows, int slot,
+               int slots) {
+  for (std::int64_t i = 0; i < rows; ++i) {
+    for (std::int64_t h = 0; h < kHq; ++h) {
+      lses.data_as<float>()[(i * slots + slot) * kHq + h] = lse.data_as<const float>()[i * kHq + h];
+      for (std::int64_t d = 0; d < kD; ++d) {
+        states.data_as<float>()[((i * slots + slot) * kHq + h) * kD + d] =
+            bf16_to_f32(out.data_as<const std::uint16_t>()[(i * kHq + h) * kD + d]);
+      }
+    }
+  }
+}
+
+// A prompt of 300 tokens in chunks of 77, 73, 81 and 69: every (query chunk c, key
+// chunk kc) block runs as its own ragged prefill, causal, with a window of 100 keys and
+// ALiBi, its rows placed by the position offset (start of c - start of kc) - (kv - qo),
+// so that the block's mask and ALiBi distances are the prompt's. Blocks above the
+// diagonal see nothing (LSE -inf, which the merge weighs as nothing), blocks far below
+// it nothing under the window. The merged states equal the oracle over the whole
+// prompt.
+TEST(ContextParallel, PositionOffsetsPlaceEachBlockOfACausalWindowedPrompt) {
+  Rng rng(17);
+  const std::vector<std::int64_t> bounds{0, 77, 150, 231, 300};
+  const std::int64_t len = bounds.back();
+  const int chunks = int(bounds.size()) - 1;
+  const Tensor q = random_bf16({len, kHq, kD}, rng), k = random_bf16({len, kHk, kD}, rng),
+               v = random_bf16({len, kHk, kD}, rng);
+  const AttentionOptions options{.mask_mode = MaskMode::kCausal, .window_left = 100,
+                                 .pos_encoding = PosEncoding::kAlibi};
+  oracle::AttentionSpec spec = oracle::spec_from_options(options, len, len, kHq, kHk, kD, kD);
+  const oracle::AttentionResult want = oracle::attention(spec, to_double(q), to_double(k), to_double(v));
+  int empty_blocks = 0;
+  for (int c = 0; c < chunks; ++c) {
+    const std::int64_t q0 = bounds[std::size_t(c)], qo = bounds[std::size_t(c) + 1] - q0;
+    const Tensor qc = rows_of(q, q0, q0 + qo);
+    Tensor states = Tensor::empty({qo, chunks, kHq, kD}, DType::kF32), lses = Tensor::empty({qo, chunks, kHq}, DType::kF32);
+    for (int kc = 0; kc < chunks; ++kc) {
+      const std::int64_t k0 = bounds[std::size_t(kc)], kv = bounds[std::size_t(kc) + 1] - k0;
+      const Tensor qo_indptr = int32_tensor({0, std::int32_t(qo)}), kv_indptr = int32_tensor({0, std::int32_t(kv)});
+      const Tensor offsets = int32_tensor({std::int32_t((q0 - k0) - (kv - qo))});
+      BatchPrefillWithRaggedKVCache w;
+      w.plan({.qo_indptr = qo_indptr, .kv_indptr = kv_indptr, .num_qo_heads = kHq, .num_kv_heads = kHk,
+              .head_dim_qk = kD, .options = options, .position_offsets = offsets});
+      Tensor out = Tensor::empty({qo, kHq, kD}, DType::kBF16), lse = Tensor::empty({qo, kHq}, DType::kF32);
+      w.run(qc, rows_of(k, k0, k0 + kv), rows_of(v, k0, k0 + kv), out, {.lse = lse});
+      if (std::all_of(lse.data_as<const float>(), lse.data_as<const float>() + qo * kHq,
+                      [](float x) { return x == -INFINITY; }))
+        ++empty_blocks;
+      put_state(out, lse, states, lses, qo, kc, chunks);
+    }
+    Tensor o_c = Tensor::empty({qo, kHq, kD}, DType::kF32), lse_c = Tensor::empty({qo, kHq}, DType::kF32);
+    merge_states(states, lses, o_c, lse_c);
+    expect_states_near(o_c.data_as<const float>(), lse_c.data_as<const float>(), want, q0, qo);
+  }
+  // Above the diagonal (6 blocks) and, under the window of 100, chunk 3 against chunk 0
+  // (its first row, 231, sees keys from 131 on): 7 blocks that see nothing.
+  EXPECT_EQ(empty_blocks, 7);
+}
+
+// A decode's cache in contiguous shards (shard_page_table), each rank placing the
+// query at its global position with the offset kv_len - (first key of the shard + the
+// shard's keys), under a window of 200 keys and ALiBi, then RoPE: merged, the oracle
+// over the whole cache.
+TEST(ContextParallel, PositionOffsetsPlaceTheQueryOfContiguousDecodeShards) {
+  Rng rng(19);
+  const std::vector<std::int32_t> kv_lens{300, 17, 0, 250};
+  std::vector<std::int32_t> indptr{0}, last;
+  for (const std::int32_t n : kv_lens) {
+    const std::int32_t pages = (n + std::int32_t(kPage) - 1) / std::int32_t(kPage);
+    indptr.push_back(indptr.back() + pages);
+    last.push_back(n == 0 ? 0 : n - (pages - 1) * std::int32_t(kPage));
+  }
+  std::vector<std::int32_t> indices(std::size_t(indptr.back()));
+  for (std::size_t i = 0; i < indices.size(); ++i) indices[i] = std::int32_t((i * 5 + 1) % indices.size());
+  const auto batch = std::int64_t(kv_lens.size());
+  const Tensor q = random_bf16({batch, kHq, kD}, rng);
+  const Tensor cache = random_bf16({indptr.back(), 2, kPage, kHk, kD}, rng);
+  const Tensor indptr_t = int32_tensor(indptr), indices_t = int32_tensor(indices), last_t = int32_tensor(last);
+  const PageTable whole{.indptr = indptr_t, .indices = indices_t, .last_page_len = last_t};
+
+  // Request b's keys and values in order, as doubles [kv_len, Hk, D].
+  const auto keys_of = [&](std::int64_t b, int kv) {
+    std::vector<double> out;
+    const auto* cp = cache.data_as<const std::uint16_t>();
+    for (std::int32_t j = 0; j < kv_lens[std::size_t(b)]; ++j) {
+      const std::int64_t page = indices[std::size_t(indptr[std::size_t(b)] + j / kPage)];
+      const auto* row = cp + ((page * 2 + kv) * kPage + j % kPage) * kHk * kD;
+      for (std::int64_t x = 0; x < kHk * kD; ++x) out.push_back(bf16_to_f32(row[x]));
+    }
+    return out;
+  };
+  for (const PosEncoding encoding : {PosEncoding::kAlibi, PosEncoding::kRopeLlama}) {
+    const AttentionOptions options{.window_left = 200, .pos_encoding = encoding};
+    for (const int world : {1, 2, 3, 5}) {
+      SCOPED_TRACE(::testing::Message() << world << " ranks, " << pos_encoding_name(encoding));
+      Tensor states = Tensor::empty({batch, world, kHq, kD}, DType::kF32),
+             lses = Tensor::empty({batch, world, kHq}, DType::kF32);
+      std::vector<std::int32_t> first_key(std::size_t(batch), 0);
+      for (int rank = 0; rank < world; ++rank) {
+        const PageTableShard mine = shard_page_table(whole, kPage, rank, world, ShardPolicy::kContiguous);
+        const std::vector<std::int32_t> lens = mine.kv_lens(kPage);
+        std::vector<std::int32_t> offsets;
+        for (std::size_t b = 0; b < kv_lens.size(); ++b) offsets.push_back(kv_lens[b] - (first_key[b] + lens[b]));
+        const Tensor offsets_t = int32_tensor(offsets);
+        BatchDecodeWithPagedKVCache w;
+        w.plan({.page_table = mine.table(), .num_qo_heads = kHq, .num_kv_heads = kHk, .head_dim = kD,
+                .page_size = kPage, .options = options, .position_offsets = offsets_t, .o_dtype = DType::kBF16});
+        Tensor out = Tensor::empty({batch, kHq, kD}, DType::kBF16), lse = Tensor::empty({batch, kHq}, DType::kF32);
+        w.run(q, PagedKVCache::combined(cache), out, {.lse = lse});
+        put_state(out, lse, states, lses, batch, rank, world);
+        for (std::size_t b = 0; b < kv_lens.size(); ++b) first_key[b] += lens[b];
+      }
+      EXPECT_EQ(first_key, kv_lens) << "every key is on exactly one rank";
+      Tensor merged = Tensor::empty({batch, kHq, kD}, DType::kF32), merged_lse = Tensor::empty({batch, kHq}, DType::kF32);
+      merge_states(states, lses, merged, merged_lse);
+      for (std::int64_t b = 0; b < batch; ++b) {
+        SCOPED_TRACE(::testing::Message() << "request " << b);
+        oracle::AttentionSpec spec = oracle::spec_from_options(options, 1, kv_lens[std::size_t(b)], kHq, kHk, kD, kD);
+        std::vector<double> qb(std::size_t(kHq * kD));
+        for (std::size_t x = 0; x < qb.size(); ++x)
+          qb[x] = bf16_to_f32(q.data_as<const std::uint16_t>()[std::size_t(b * kHq * kD) + x]);
+        const oracle::AttentionResult want = oracle::attention(spec, qb, keys_of(b, 0), keys_of(b, 1));
+        expect_states_near(merged.data_as<const float>() + b * kHq * kD, merged_lse.data_as<const float>() + b * kHq,
+                           want, 0, 1);
+      }
+    }
+  }
+}
+
+TEST(ContextParallel, BadPositionOffsetsAreNamedErrors) {
+  const Tensor qo_indptr = int32_tensor({0, 4}), kv_indptr = int32_tensor({0, 9});
+  const auto plan = [&](const Tensor& offsets, int window_left) {
+    BatchPrefillWithRaggedKVCache w;
+    w.plan({.qo_indptr = qo_indptr, .kv_indptr = kv_indptr, .num_qo_heads = kHq, .num_kv_heads = kHk,
+            .head_dim_qk = kD, .options = {.mask_mode = MaskMode::kCausal, .window_left = window_left},
+            .position_offsets = offsets});
+  };
+  expect_error([&] { plan(int32_tensor({1, 2}), -1); }, "position_offsets.shape[0]");
+  expect_error([&] { plan(Tensor::empty({1}, DType::kF32), -1); }, "position_offsets.dtype");
+  expect_error([&] { plan(int32_tensor({std::numeric_limits<std::int32_t>::max()}), -1); }, "position_offsets[0]");
+  expect_error([&] { plan(int32_tensor({std::numeric_limits<std::int32_t>::min()}), 5); }, "position_offsets[0]");
+  plan(int32_tensor({-1000}), 7);  // every row before every key: allowed (each row sees nothing)
 }
 
 TEST(ContextParallel, ShardsKeepEveryPageOnceAndTheLastPageLength) {

@@ -143,3 +143,41 @@ def test_merge_over_ranks_with_torch_distributed(rng, tmp_path):
         np.testing.assert_array_equal(outs[r], outs[0])
         np.testing.assert_array_equal(lses[r], lses[0])
     assert np.isneginf(lses[0][1]).all()  # the empty request
+
+
+@pytest.mark.parametrize("pos_encoding_mode", ["NONE", "ALIBI"])
+def test_position_offsets_place_the_blocks_of_a_causal_windowed_prompt(rng, pos_encoding_mode):
+    """A prompt's (query chunk, key chunk) blocks, each a ragged prefill whose rows are
+    placed by position_offsets = (q0 - k0) - (kv - qo), merged with merge_states: causal
+    attention with a window over the whole prompt (the float64 reference)."""
+    hq, hk, d = 4, 2, 64
+    bounds = [0, 45, 110, 160]
+    n = bounds[-1]
+    q, k, v = (ref.make(rng, (n, h, d)) for h in (hq, hk, hk))
+    opts = {"causal": True, "window_left": 60, "pos_encoding_mode": pos_encoding_mode}
+    o_ref, lse_ref = ref.ragged(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64), indptr_of([n]),
+                                indptr_of([n]), causal=True, window_left=60, pos_encoding=pos_encoding_mode)
+    for c in range(len(bounds) - 1):
+        q0, q1 = bounds[c], bounds[c + 1]
+        outs, lses = [], []
+        for kc in range(len(bounds) - 1):
+            k0, k1 = bounds[kc], bounds[kc + 1]
+            offset = (q0 - k0) - ((k1 - k0) - (q1 - q0))
+            w = kvinfer.BatchPrefillWithRaggedKVCacheWrapper(workspace())
+            w.plan(indptr_of([q1 - q0]), indptr_of([k1 - k0]), hq, hk, d, q_data_type=np.float16,
+                   position_offsets=np.array([offset], dtype=np.int32), **opts)
+            out, lse = w.run(q[q0:q1], k[k0:k1], v[k0:k1], return_lse=True)
+            outs.append(out.astype(np.float32))
+            lses.append(lse)
+        merged, merged_lse = kvinfer.merge_states(np.stack(outs, axis=1), np.stack(lses, axis=1))
+        assert_close(merged, o_ref[q0:q1], 2 * ATOL["float16"], f"chunk {c}")
+        assert_close(merged_lse, lse_ref[q0:q1], 1e-2, f"chunk {c} lse")
+
+
+def test_position_offsets_errors():
+    w = kvinfer.BatchPrefillWithRaggedKVCacheWrapper(workspace())
+    with pytest.raises(kvinfer.Error, match="position_offsets"):
+        w.plan(indptr_of([3]), indptr_of([5]), 4, 2, 64, causal=True, position_offsets=np.array([1, 2], np.int32))
+    with pytest.raises(kvinfer.Error, match=r"position_offsets\[0\]"):
+        w.plan(indptr_of([3]), indptr_of([5]), 4, 2, 64, causal=True,
+               position_offsets=np.array([2**31 - 1], np.int32))

@@ -28,6 +28,10 @@ struct DecodePlanArgs {
   std::int64_t head_dim = 0;
   std::int64_t page_size = 0;
   AttentionOptions options;  // mask_mode must be kNone (the query is the last token)
+  // The query's position among each request's keys, as for the prefill wrappers: host
+  // int32 [batch_size] or absent; the query is at kv_len - 1 + position_offsets[b] (for
+  // the window, RoPE and ALiBi). Non-zero offsets run on the CPU backend only.
+  TensorView position_offsets;
   DType q_dtype = DType::kBF16;
   DType kv_dtype = DType::kBF16;
   DType o_dtype = DType::kBF16;

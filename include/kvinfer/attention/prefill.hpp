@@ -32,6 +32,13 @@ struct RaggedPrefillPlanArgs {
   // Custom mask (options.mask_mode == kCustom): bool [sum qo_len * kv_len] (packed in
   // plan), or uint8 already packed with little bit order, each request padded to a byte.
   TensorView custom_mask;
+  // Where each request's query rows sit among its keys, for a shard of a longer
+  // sequence (context parallelism): host int32 [batch_size], or absent (all 0). Row i
+  // of request b is at position kv_len - qo_len + i + position_offsets[b] of the
+  // request's keys (0: bottom-right), for the causal mask, the window, RoPE and ALiBi
+  // (docs/semantics.md, "Position offsets"). Non-zero offsets run on the CPU backend;
+  // the CUDA backend rejects them at plan().
+  TensorView position_offsets;
   DType q_dtype = DType::kBF16;
   DType kv_dtype = DType::kBF16;
   DType o_dtype = DType::kBF16;
@@ -78,6 +85,7 @@ struct PagedPrefillPlanArgs {
   std::int64_t page_size = 0;
   AttentionOptions options;
   TensorView custom_mask;  // as for the ragged wrapper
+  TensorView position_offsets;  // as for the ragged wrapper
   DType q_dtype = DType::kBF16;
   DType kv_dtype = DType::kBF16;
   DType o_dtype = DType::kBF16;
