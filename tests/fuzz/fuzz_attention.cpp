@@ -255,12 +255,20 @@ void ragged_prefill(Input& in) {
       for (std::int64_t i = 0; i < mask.numel(); ++i) b[i] &= 1;
     }
   }
+  // Position offsets of about one per request, small or at the int32 edges.
+  Tensor offsets;
+  if (in.flag()) {
+    std::vector<std::int32_t> o(std::size_t(std::max(0, batch + in.in<int>(-1, 1))));
+    for (auto& x : o) x = in.count32(-60, 60);
+    offsets = int32_tensor(o);
+  }
   auto args_of = [&] {
     std::int64_t hq = s.hq, hk = s.hk, d = s.d, ps = 0;
     perturb(in, hq, hk, d, ps);
     return RaggedPrefillPlanArgs{.qo_indptr = t_qo, .kv_indptr = t_kv, .num_qo_heads = hq, .num_kv_heads = hk,
                                  .head_dim_qk = d, .head_dim_vo = in.flag() ? dvo : in.count(0, 300),
                                  .options = options_of(in, hq), .custom_mask = in.flag() ? mask : Tensor(),
+                                 .position_offsets = in.flag() ? offsets : Tensor(),
                                  .q_dtype = q_dtype, .kv_dtype = kv_dtype, .o_dtype = o_dtype,
                                  .split = split_of(in)};
   };
