@@ -18,11 +18,6 @@ struct ItemKeys {
   detail::RequestMask mask;
   int key_begin, key_end;
   int full_lo, full_end;
-  // The first key the item may use: its key_begin as item_keys made it. A kernel whose
-  // tiles start before it (the warp-specialised prefill rounds key_begin down to a
-  // page's box) hides the keys in between, which may belong to the request's previous
-  // chunk, in its masked tiles.
-  int mask_begin = 0;
   int step = 0;  // keys from one of this warp's tiles to its next (keep_warp_turns); 0: back to back
   __device__ __forceinline__ int tile_step(int keys_per_tile) const { return step > 0 ? step : keys_per_tile; }
   __device__ __forceinline__ int num_tiles(int keys_per_tile) const {
@@ -55,7 +50,6 @@ __device__ __forceinline__ ItemKeys item_keys(const AttentionKernelParams& p, co
   k.key_end = min(item.kv_end, k.mask.last_key(tok_hi));
   k.mask.common_keys(tok_lo, tok_hi + 1, &k.full_lo, &k.full_end);
   k.full_end = custom != nullptr ? k.full_lo : min(k.full_end, k.key_end);
-  k.mask_begin = k.key_begin;
   return k;
 }
 

@@ -133,7 +133,7 @@ struct HopperSoftmax {
         for (int e = 0; e < 4; ++e) st.s[0][n][e] *= p.logits.sm_scale_log2;
     }
     if (keys.needs_mask(key0, S::kKeys)) {
-      mask_scores<false>(st.s, keys.mask, tok, key0, keys.key_end, lane, keys.mask_begin);
+      mask_scores<false>(st.s, keys.mask, tok, key0, keys.key_end, lane, keys.key_begin);
     }
     return online_softmax(st.s, st.row_max, st.row_sum, st.rescale, sc);
   }
