@@ -331,6 +331,20 @@ TEST(CudaPrefill, DeterministicAndCloseToCpuWithTheSameChunks) {
 
 // options.backend fa3 where the Hopper mainloop cannot run is a plan-time error
 // naming the option (RoPE here; on a device other than sm_90, any problem).
+// Position offsets run on the CPU backend: on a GPU, a non-zero offset is a named
+// error at plan(), an all-zero array plans as none.
+TEST(CudaPrefill, NonZeroPositionOffsetsAreAnErrorOnTheGpu) {
+  KVINFER_SKIP_WITHOUT_GPU();
+  const Tensor qi = int32_tensor({0, 3, 7}), ki = int32_tensor({0, 9, 12});
+  BatchPrefillWithRaggedKVCache w(Device::cuda(0));
+  const auto plan = [&](const Tensor& offsets) {
+    w.plan({.qo_indptr = qi, .kv_indptr = ki, .num_qo_heads = 4, .num_kv_heads = 4, .head_dim_qk = 128,
+            .options = {.mask_mode = MaskMode::kCausal}, .position_offsets = offsets});
+  };
+  expect_error([&] { plan(int32_tensor({0, -2})); }, "position_offsets[1]");
+  plan(int32_tensor({0, 0}));
+}
+
 TEST(CudaPrefill, HopperBackendWhereItCannotRunIsAnError) {
   KVINFER_SKIP_WITHOUT_GPU();
   const Device gpu = Device::cuda(0);
