@@ -25,6 +25,12 @@ namespace {
 
 constexpr std::int64_t kHq = 8, kHk = 2, kD = 64, kPage = 16;
 
+// A host int32 tensor's values.
+std::vector<std::int32_t> host_ints(const Tensor& t) {
+  const auto* p = t.data_as<const std::int32_t>();
+  return {p, p + t.numel()};
+}
+
 // The float64 reference of request b, head h: softmax(q k^T * scale) v over its keys,
 // read from the combined NHD cache [pages, 2, page, Hk, D] in page-table order.
 std::vector<double> reference(const Tensor& q, const Tensor& cache, const std::vector<std::int32_t>& indptr,
@@ -59,19 +65,12 @@ TEST(ContextParallel, ShardedDecodeMergedEqualsTheWholeCache) {
   Rng rng(11);
   // kv_len 0 (empty), 1, 16 (one whole page), 17, 300 (19 pages, the last of 12 tokens), 40.
   const std::vector<std::int32_t> kv_lens{0, 1, 16, 17, 300, 40};
-  std::vector<std::int32_t> indptr{0}, last;
-  for (const std::int32_t len : kv_lens) {
-    const std::int32_t pages = (len + std::int32_t(kPage) - 1) / std::int32_t(kPage);
-    indptr.push_back(indptr.back() + pages);
-    last.push_back(len == 0 ? 0 : len - (pages - 1) * std::int32_t(kPage));
-  }
-  std::vector<std::int32_t> indices(std::size_t(indptr.back()));
-  for (std::size_t i = 0; i < indices.size(); ++i) indices[i] = std::int32_t((i * 7 + 3) % indices.size());
+  const HostPageTable table = random_page_table(kv_lens, kPage, 0, rng);
+  const std::vector<std::int32_t> indptr = host_ints(table.indptr), indices = host_ints(table.indices);
   const auto batch = std::int64_t(kv_lens.size());
   const Tensor q = random_bf16({batch, kHq, kD}, rng);
-  const Tensor cache = random_bf16({indptr.back(), 2, kPage, kHk, kD}, rng);
-  const Tensor indptr_t = int32_tensor(indptr), indices_t = int32_tensor(indices), last_t = int32_tensor(last);
-  const PageTable whole{.indptr = indptr_t, .indices = indices_t, .last_page_len = last_t};
+  const Tensor cache = random_bf16({table.num_pages, 2, kPage, kHk, kD}, rng);
+  const PageTable whole = table.view();
 
   for (const ShardPolicy policy : {ShardPolicy::kContiguous, ShardPolicy::kStriped}) {
     for (const int world : {1, 2, 3, 8, 25}) {
@@ -304,19 +303,12 @@ TEST(ContextParallel, PositionOffsetsPlaceEachBlockOfACausalWindowedPrompt) {
 TEST(ContextParallel, PositionOffsetsPlaceTheQueryOfContiguousDecodeShards) {
   Rng rng(19);
   const std::vector<std::int32_t> kv_lens{300, 17, 0, 250};
-  std::vector<std::int32_t> indptr{0}, last;
-  for (const std::int32_t n : kv_lens) {
-    const std::int32_t pages = (n + std::int32_t(kPage) - 1) / std::int32_t(kPage);
-    indptr.push_back(indptr.back() + pages);
-    last.push_back(n == 0 ? 0 : n - (pages - 1) * std::int32_t(kPage));
-  }
-  std::vector<std::int32_t> indices(std::size_t(indptr.back()));
-  for (std::size_t i = 0; i < indices.size(); ++i) indices[i] = std::int32_t((i * 5 + 1) % indices.size());
+  const HostPageTable table = random_page_table(kv_lens, kPage, 0, rng);
+  const std::vector<std::int32_t> indptr = host_ints(table.indptr), indices = host_ints(table.indices);
   const auto batch = std::int64_t(kv_lens.size());
   const Tensor q = random_bf16({batch, kHq, kD}, rng);
-  const Tensor cache = random_bf16({indptr.back(), 2, kPage, kHk, kD}, rng);
-  const Tensor indptr_t = int32_tensor(indptr), indices_t = int32_tensor(indices), last_t = int32_tensor(last);
-  const PageTable whole{.indptr = indptr_t, .indices = indices_t, .last_page_len = last_t};
+  const Tensor cache = random_bf16({table.num_pages, 2, kPage, kHk, kD}, rng);
+  const PageTable whole = table.view();
 
   // Request b's keys and values in order, as doubles [kv_len, Hk, D].
   const auto keys_of = [&](std::int64_t b, int kv) {

@@ -64,7 +64,6 @@ const detail::AttentionKernelCaps& kernel_caps(bool hopper) {
     }
     c.hopper = on_hopper;
     c.preset = KVINFER_INSTANCE_PRESET;
-    c.ws_prefill_paged = detail::kWsPrefillPaged;
     if (const char* env = std::getenv("KVINFER_WS_PREFILL_PAGED"); env != nullptr) {
       const std::string_view v(env);
       if (v != "0" && v != "1") throw Error("attention", "KVINFER_WS_PREFILL_PAGED", std::string(v), "must be 0 or 1");

@@ -38,8 +38,9 @@ struct WsPrefillShape {
   static constexpr int kQBarrier = 3;
   static constexpr int kGatherBarrier = 4;  // the producer warpgroup's (paged KV)
   // setmaxnreg budgets: 2 x 128 x 232 + 128 x 40 = 64 512 of the 65 536 registers. The
-  // producer's paged copies (a page lookup and a box per lane) spill at 24; the
-  // consumers' code takes at most 216 (head_dim 256).
+  // producer's paged gathers hold four 64-bit row offsets at once to fit 40 without a
+  // spill (eight spilled at head_dim 64); the consumers' code takes at most 216
+  // (head_dim 256).
   static constexpr int kConsumerRegs = 232;
   static constexpr int kProducerRegs = 40;
   // Shared memory, from a 1024-byte boundary (the swizzle's atoms).
