@@ -21,11 +21,10 @@ struct AttentionInstance {
 };
 
 // Whether paged KV takes the warp-specialised prefill (its producer warpgroup gathering
-// rows by page id) rather than the wgmma mainloop. Off until the GPU case list has run
-// on the gathers as they are now (the ctest cuda_prefill_ws_paged runs it with
-// KVINFER_WS_PREFILL_PAGED=1): on the H200 they took 0.76-0.85 of the mainloop's time
-// at head_dim 128, 0.94-0.99 at 256 and 0.87-1.11 at 64 (docs/log/ws-prefill-2026-12-03.md).
-inline constexpr bool kWsPrefillPaged = false;
+// rows by page id) rather than the wgmma mainloop. On the H200 the gathers took
+// 0.76-0.85 of the mainloop's time at head_dim 128, 0.94-0.99 at 256 and 0.87-1.11 at
+// 64, where only 16 requests of 1k keys ran slower (docs/log/ws-prefill-2026-12-03.md).
+inline constexpr bool kWsPrefillPaged = true;
 
 // What a CUDA device and the build offer the selector.
 struct AttentionKernelCaps {
