@@ -20,6 +20,7 @@ enum class KernelFamily : std::uint8_t {
   kWsPrefill,       // the sm90 warp-specialised prefill (TMA producer, wgmma consumers)
   kPaddedTile,      // the tensor-core tile over head dims zero-padded to its instance's
   kMla,             // the MLA kernel (latent KV shared by every head)
+  kMlaWgmma,        // the sm90 MLA kernel on wgmma (items of 64 rows, 16-bit KV)
 };
 
 // Variants of a family's kernel the key may name (a template flag of the kernel).

@@ -14,9 +14,14 @@ KernelKey select_mla_kernel(const MLAProblem& pr, std::int64_t max_item_rows, co
   // Items of 16, 32 or 64 rows (row blocks of 16): the fewest that hold the longest
   // item, so that no CTA computes empty row blocks (decode with 16 heads: 16 rows).
   const int rows = max_item_rows <= 16 ? 16 : max_item_rows <= 32 ? 32 : 64;
+  // 64 rows (64 heads and more: compute-bound) run on wgmma where the device has it, for
+  // 16-bit KV of the query's type (fp8 and mixed types convert tiles the wgmma kernel
+  // does not stage); fewer rows would leave most of its 64-row tile empty.
+  const bool same_16bit = pr.q_dtype == pr.kv_dtype && (pr.kv_dtype == DType::kF16 || pr.kv_dtype == DType::kBF16);
+  const KernelFamily family = caps.hopper && caps.wgmma && rows == 64 && same_16bit ? KernelFamily::kMlaWgmma : KernelFamily::kMla;
   for (std::size_t i = 0; i < caps.instances.size(); ++i) {
     if (caps.instances[i].q == pr.q_dtype && caps.instances[i].kv == pr.kv_dtype) {
-      return {KernelFamily::kMla, int(i), rows};
+      return {family, int(i), rows};
     }
   }
   // The smallest other preset with an instance of these dtypes, for the error.

@@ -20,11 +20,17 @@ struct MlaInstance {
 
 struct MlaKernelCaps {
   std::vector<MlaInstance> instances;  // a key's `instance` is an index of this list
+  bool hopper = false;                 // an sm_90 device running this build's sm_90a code
+  // Items of 64 rows on the wgmma kernel where it runs; off: the mma.sync kernel (the
+  // CUDA backend's KVINFER_MLA_WGMMA=0, to measure and test both).
+  bool wgmma = true;
   std::string preset = "default";      // the instance preset, for the error that names it
 };
 
-// The key of the MLA kernel for the problem: its instance and its items' rows (16, 32
-// or 64: launch_rows). Throws kvinfer::Error naming the preset when none is compiled.
+// The key of the MLA kernel for the problem: its family, its instance and its items'
+// rows (16, 32 or 64: launch_rows). Items of 64 rows with 16-bit KV of the query's type
+// take the wgmma kernel on Hopper (kMlaWgmma), everything else the mma.sync kernel
+// (kMla). Throws kvinfer::Error naming the preset when no instance is compiled.
 KernelKey select_mla_kernel(const MLAProblem& problem, std::int64_t max_item_rows, const MlaKernelCaps& caps);
 
 }  // namespace kvinfer::detail

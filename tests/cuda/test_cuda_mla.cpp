@@ -53,6 +53,22 @@ std::vector<MLACase> gpu_mla_case_list() {
   add("decode_h16_qo2_rows32", {2, 1, 2}, {300, 47, 129}, 16, [](MLACase& c) { c.causal = true; });
   add("decode_h128_rows64", {1, 1}, {1200, 31}, 128, [](MLACase& c) { c.page_size = 64; });
   add("decode_h16_long_split", {1, 1}, {6000, 5}, 16, [](MLACase& c) { c.page_size = 64; });
+  // The wgmma kernel's edges (items of 64 rows on Hopper): requests shorter than one
+  // key tile and of one tile and one key more, chunks that end inside a page, 1, 2 and
+  // 4 query rows per request, fp16, no rotary part on pages of one slot.
+  add("decode_h128_f16_short_page16", {1, 1, 1, 1}, {7, 64, 65, 1}, 128, [](MLACase& c) {
+    c.q_dtype = c.o_dtype = c.kv_dtype = DType::kF16;
+    c.page_size = 16;
+  });
+  add("spec_h128_qo4_causal_split_in_page", {4, 4, 2}, {1000, 37, 130}, 128, [](MLACase& c) {
+    c.causal = true;
+    c.page_size = 64;
+    c.split.fixed_split_size = 100;
+  });
+  add("decode_h64_no_kpe_page1", {1, 1}, {300, 70}, 64, [](MLACase& c) {
+    c.head_dim_kpe = 0;
+    c.page_size = 1;
+  });
   add("decode_h128_long_split_base_e", {1}, {5000}, 128, [](MLACase& c) { c.lse_base_e = true; });
   add("decode_h16_fp8_e4m3", {1, 1, 1, 1}, {2000, 100, 7, 1}, 16, [](MLACase& c) {
     c.kv_dtype = DType::kE4M3;

@@ -17,6 +17,10 @@ MlaKernelCaps default_preset() {
   return c;
 }
 
+const MlaInstance& caps_instance(const MlaKernelCaps& caps, const KernelKey& k) {
+  return caps.instances.at(std::size_t(k.instance));
+}
+
 MLAProblem problem(DType q, DType kv) {
   MLAProblem pr;
   pr.q_dtype = pr.o_dtype = q;
@@ -35,6 +39,29 @@ TEST(MlaSelector, ItemsTakeTheFewestRowBlocksThatHoldTheLongestItem) {
     EXPECT_EQ(caps.instances[std::size_t(k.instance)].q, DType::kBF16);
     EXPECT_EQ(caps.instances[std::size_t(k.instance)].kv, DType::kBF16);
   }
+}
+
+TEST(MlaSelector, ItemsOf64RowsOf16BitKvTakeWgmmaOnHopper) {
+  MlaKernelCaps hopper = default_preset();
+  hopper.hopper = true;
+  for (DType q : {DType::kF16, DType::kBF16}) {
+    for (DType kv : {q, DType::kE4M3, DType::kE5M2}) {
+      for (auto [rows, launch_rows] : {std::pair{16, 16}, {32, 32}, {33, 64}, {64, 64}}) {
+        const KernelKey k = select_mla_kernel(problem(q, kv), rows, hopper);
+        const bool wgmma = launch_rows == 64 && kv == q;
+        EXPECT_EQ(k.family, wgmma ? KernelFamily::kMlaWgmma : KernelFamily::kMla) << rows << " rows";
+        EXPECT_EQ(k.launch_rows, launch_rows);
+        ASSERT_GE(k.instance, 0);
+        EXPECT_EQ(caps_instance(hopper, k).q, q);
+        EXPECT_EQ(caps_instance(hopper, k).kv, kv);
+      }
+    }
+  }
+  // Not where the caps turn it off, nor on another device.
+  MlaKernelCaps off = hopper;
+  off.wgmma = false;
+  EXPECT_EQ(select_mla_kernel(problem(DType::kBF16, DType::kBF16), 64, off).family, KernelFamily::kMla);
+  EXPECT_EQ(select_mla_kernel(problem(DType::kBF16, DType::kBF16), 64, default_preset()).family, KernelFamily::kMla);
 }
 
 TEST(MlaSelector, TheInstanceMatchesBothDtypes) {

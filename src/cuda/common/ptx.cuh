@@ -72,6 +72,11 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
 }
 
+// The same, to a shared-state-space address.
+__device__ __forceinline__ void cp_async_16(unsigned smem, const void* gmem) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem), "l"(gmem) : "memory");
+}
+
 // cp.async.cg.shared.global (16 bytes, bypassing L1) or cp.async.ca.shared.global
 // (4 or 8 bytes: .cg takes only 16) by size.
 template <int kBytes>

@@ -71,6 +71,22 @@ __device__ __forceinline__ void schedule_after(float v) {
 template <int N, class T>
 struct Mma;
 
+// m64n32k16 (MLA's logits of half a 64-key tile): ss only.
+#define KVINFER_WGMMA_M64N32(T, PTX_T) \
+  template <> \
+  struct Mma<32, T> { \
+    __device__ __forceinline__ static void ss(float (&d)[4][4], std::uint64_t a, std::uint64_t b, bool accumulate) { \
+      asm volatile( \
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n" \
+        "wgmma.mma_async.sync.aligned.m64n32k16.f32." PTX_T "." PTX_T " {" \
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15" \
+        "}, %16, %17, p, 1, 1, 0, 0;\n}\n" \
+        : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), \
+          "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]) \
+        : "l"(a), "l"(b), "r"(int(accumulate))); \
+    } \
+  };
+
 #define KVINFER_WGMMA_M64N64(T, PTX_T) \
   template <> \
   struct Mma<64, T> { \
@@ -215,6 +231,8 @@ struct Mma;
     } \
   };
 
+KVINFER_WGMMA_M64N32(__nv_bfloat16, "bf16")
+KVINFER_WGMMA_M64N32(__half, "f16")
 KVINFER_WGMMA_M64N64(__nv_bfloat16, "bf16")
 KVINFER_WGMMA_M64N64(__half, "f16")
 KVINFER_WGMMA_M64N128(__nv_bfloat16, "bf16")
@@ -222,6 +240,7 @@ KVINFER_WGMMA_M64N128(__half, "f16")
 KVINFER_WGMMA_M64N256(__nv_bfloat16, "bf16")
 KVINFER_WGMMA_M64N256(__half, "f16")
 
+#undef KVINFER_WGMMA_M64N32
 #undef KVINFER_WGMMA_M64N64
 #undef KVINFER_WGMMA_M64N128
 #undef KVINFER_WGMMA_M64N256

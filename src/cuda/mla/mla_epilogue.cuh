@@ -16,21 +16,15 @@
 
 namespace kvinfer::cuda {
 
-// The rows of the warp's O role (row block rb, columns from c0 * 8), each lane's
-// rows g and g + 8 and column pairs t; row_sum is summed over the row's four lanes
-// here, in place.
+// O / sum and the LSE of a thread's rows rb * 16 + g (+ 8) of the item, its columns
+// col0 + 8 n + 2 t (+ 1) for the S::kOFrags fragments n of acc, whose sums row_sum are
+// the rows' whole sums (over every lane and warp that holds a part of them).
 template <class S>
-__device__ __forceinline__ void mla_epilogue(const MlaKernelParams& p, const detail::WorkItem& item,
-                                             const detail::RequestInfo& r, int rows,
-                                             const float (&acc)[S::kOFrags][4], const float (&row_max)[2],
-                                             float (&row_sum)[2], int warp, int lane) {
+__device__ __forceinline__ void mla_store_rows(const MlaKernelParams& p, const detail::WorkItem& item,
+                                               const detail::RequestInfo& r, int rows,
+                                               const float (&acc)[S::kOFrags][4], const float (&row_max)[2],
+                                               const float (&row_sum)[2], int rb, int col0, int lane) {
   const int g = lane / 4, t = lane % 4;
-  const int rb = warp / S::kColSplit, c0 = (warp % S::kColSplit) * (S::kCols / 8);  // the O role
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 1);
-    row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 2);
-  }
   const bool split = r.num_chunks > 1;
   const std::int64_t heads = p.num_heads.divisor;
 #pragma unroll
@@ -45,22 +39,39 @@ __device__ __forceinline__ void mla_epilogue(const MlaKernelParams& p, const det
     if (split) {
       const std::int64_t state =
           (r.partial_begin + std::int64_t(item.chunk) * r.qo_len + token) * heads + head;
-      float* po = p.schedule.partial_o + state * S::kDc + c0 * 8 + 2 * t;
+      float* po = p.schedule.partial_o + state * S::kDc + col0 + 2 * t;
 #pragma unroll
       for (int n = 0; n < S::kOFrags; ++n) {
         *reinterpret_cast<float2*>(po + 8 * n) = make_float2(acc[n][2 * h] * inv, acc[n][2 * h + 1] * inv);
       }
-      if (c0 == 0 && t == 0) p.schedule.partial_lse[state] = lse;
+      if (col0 == 0 && t == 0) p.schedule.partial_lse[state] = lse;
       continue;
     }
     const std::int64_t n_out = r.qo_begin + token;
-    auto* po = reinterpret_cast<std::uint32_t*>(output_row(p.out, n_out, head) + c0 * 8 + 2 * t);
+    auto* po = reinterpret_cast<std::uint32_t*>(output_row(p.out, n_out, head) + col0 + 2 * t);
 #pragma unroll
     for (int n = 0; n < S::kOFrags; ++n) po[4 * n] = pack_output2(p.out, acc[n][2 * h] * inv, acc[n][2 * h + 1] * inv);
-    if (p.out.lse != nullptr && c0 == 0 && t == 0) {
+    if (p.out.lse != nullptr && col0 == 0 && t == 0) {
       p.out.lse[n_out * p.out.lse_stride_n + head * p.out.lse_stride_h] = lse * p.lse_scale;
     }
   }
+}
+
+// The rows of the warp's O role (row block rb, columns from c0 * 8), each lane's
+// rows g and g + 8 and column pairs t; row_sum is summed over the row's four lanes
+// here, in place.
+template <class S>
+__device__ __forceinline__ void mla_epilogue(const MlaKernelParams& p, const detail::WorkItem& item,
+                                             const detail::RequestInfo& r, int rows,
+                                             const float (&acc)[S::kOFrags][4], const float (&row_max)[2],
+                                             float (&row_sum)[2], int warp, int lane) {
+  const int rb = warp / S::kColSplit, c0 = (warp % S::kColSplit) * (S::kCols / 8);  // the O role
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 1);
+    row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 2);
+  }
+  mla_store_rows<S>(p, item, r, rows, acc, row_max, row_sum, rb, c0 * 8, lane);
 }
 
 // The end of an item whose lookups used a page id outside the cache (checked_page;

@@ -170,8 +170,4 @@ int mla_occupancy(int row_blocks, bool kpe) {
   return blocks;
 }
 
-#define KVINFER_INSTANTIATE_MLA(TQ, TKV)                                                            \
-  template void launch_mla<TQ, TKV>(const MlaKernelParams&, int, bool, std::int64_t, cudaStream_t); \
-  template int mla_occupancy<TQ, TKV>(int, bool);
-
 }  // namespace kvinfer::cuda

@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include "cuda/backend.hpp"
 #include "cuda/attention/attention_kernel_params.cuh"
@@ -28,6 +30,11 @@ template <class TQ, class TKV>
 void launch_mla(const MlaKernelParams& p, int row_blocks, bool kpe, std::int64_t grid, cudaStream_t stream);
 template <class TQ, class TKV>
 int mla_occupancy(int row_blocks, bool kpe);
+// Defined in wgmma/kernel.cuh, likewise.
+template <class TQ, class TKV>
+void launch_mla_wgmma(const MlaKernelParams& p, bool kpe, std::int64_t grid, cudaStream_t stream);
+template <class TQ, class TKV>
+int mla_wgmma_occupancy(bool kpe);
 
 namespace {
 
@@ -37,28 +44,40 @@ struct Instance {
   DType q, kv;
   void (*launch)(const MlaKernelParams&, int, bool, std::int64_t, cudaStream_t);
   int (*occupancy)(int, bool);
+  void (*launch_wgmma)(const MlaKernelParams&, bool, std::int64_t, cudaStream_t);
+  int (*wgmma_occupancy)(bool);
 };
 
-#define KVINFER_MLA_INSTANCE(TQ, QD, TKV, KVD) \
-  {DType::QD, DType::KVD, &launch_mla<TQ, TKV>, &mla_occupancy<TQ, TKV>},
+#define KVINFER_MLA_INSTANCE(TQ, QD, TKV, KVD)                                   \
+  {DType::QD, DType::KVD, &launch_mla<TQ, TKV>, &mla_occupancy<TQ, TKV>, \
+   &launch_mla_wgmma<TQ, TKV>, &mla_wgmma_occupancy<TQ, TKV>},
 constexpr Instance kInstances[] = {
 #include "mla_instances.inc"
 };
 #undef KVINFER_MLA_INSTANCE
 
-// The compiled instances as the selector sees them (plain values).
-const detail::MlaKernelCaps& mla_caps() {
-  static const detail::MlaKernelCaps caps = [] {
+// The compiled instances as the selector sees them (plain values), on a Hopper device
+// or another.
+const detail::MlaKernelCaps& mla_caps(bool hopper) {
+  static const auto make = [](bool on_hopper) {
     detail::MlaKernelCaps c;
     for (const Instance& inst : kInstances) c.instances.push_back({inst.q, inst.kv});
+    c.hopper = on_hopper;
     c.preset = KVINFER_INSTANCE_PRESET;
+    if (const char* env = std::getenv("KVINFER_MLA_WGMMA"); env != nullptr) {
+      const std::string_view v(env);
+      if (v != "0" && v != "1") throw Error(kOp, "KVINFER_MLA_WGMMA", std::string(v), "must be 0 or 1");
+      c.wgmma = v == "1";
+    }
     return c;
-  }();
-  return caps;
+  };
+  static const detail::MlaKernelCaps with_hopper = make(true), without = make(false);
+  return hopper ? with_hopper : without;
 }
 
 const Instance& instance_of(const detail::KernelKey& key) {
-  if (key.family != detail::KernelFamily::kMla || key.instance < 0 ||
+  const bool mla = key.family == detail::KernelFamily::kMla || key.family == detail::KernelFamily::kMlaWgmma;
+  if (!mla || key.instance < 0 ||
       std::size_t(key.instance) >= std::size(kInstances)) {
     throw Error(kOp, "plan", "kernel " + std::to_string(key.instance),
                 "not a kernel of this build's CUDA registry (a plan made for another device?)");
@@ -86,13 +105,13 @@ void check_aligned(const char* name, const TensorView& t) {
 detail::MlaKernelTraits CudaBackend::mla_kernel(const detail::MLAProblem& pr, std::int64_t max_item_rows,
                                                 int device) const {
   KVINFER_CUDA_CHECK(cudaSetDevice(device));
-  const detail::KernelKey key = detail::select_mla_kernel(pr, max_item_rows, mla_caps());
+  const detail::KernelKey key = detail::select_mla_kernel(pr, max_item_rows, mla_caps(hopper_device(device)));
   const Instance& inst = instance_of(key);
+  const bool kpe = pr.head_dim_kpe > 0;
+  const int occupancy = key.family == detail::KernelFamily::kMlaWgmma ? inst.wgmma_occupancy(kpe)
+                                                                       : inst.occupancy(row_blocks(key), kpe);
   // One wave of items at the full rate, as attention's.
-  return {.key = key,
-          .q_tile_rows = key.launch_rows,
-          .work_items_per_processor = std::max(1, inst.occupancy(row_blocks(key), pr.head_dim_kpe > 0)),
-          .split_waves = 1};
+  return {.key = key, .q_tile_rows = key.launch_rows, .work_items_per_processor = std::max(1, occupancy), .split_waves = 1};
 }
 
 void CudaBackend::run_mla(const detail::MLAParams& p) const {
@@ -127,7 +146,11 @@ void CudaBackend::run_mla(const detail::MLAParams& p) const {
   KVINFER_CUDA_CHECK(cudaGetDevice(&device));
   const cudaStream_t stream = to_cuda_stream(p.stream);
   if (p.max_items > 0) {
-    inst.launch(k, row_blocks(p.kernel), pr.head_dim_kpe > 0, p.max_items, stream);
+    if (p.kernel.family == detail::KernelFamily::kMlaWgmma) {
+      inst.launch_wgmma(k, pr.head_dim_kpe > 0, p.max_items, stream);
+    } else {
+      inst.launch(k, row_blocks(p.kernel), pr.head_dim_kpe > 0, p.max_items, stream);
+    }
     KVINFER_CUDA_CHECK_LAUNCH();
   }
 
