@@ -388,7 +388,7 @@ class Report:
                "peers have no skewed row). TFLOP/s count the visible query-key "
                f"pairs only (causal: the triangle); of GEMM: of the cuBLAS bf16 rate `bench_prefill` measured "
                f"({f_tflops(gemm)} TFLOP/s). Ours is the automatic kernel (on sm_90 the warp-specialised "
-               "kernel for ragged KV, the wgmma mainloop for paged); portable: `options.backend = kPortable` (the mma.sync tile). Peers: torch SDPA "
+               "kernel for ragged and paged KV); portable: `options.backend = kPortable` (the mma.sync tile). Peers: torch SDPA "
                "(FlashAttention-2 and cuDNN backends, dense `[B, H, L, D]`), FlashInfer's ragged wrapper (fa2, fa3).",
                ""]
         out += target_line(run, "bench_prefill")
@@ -449,8 +449,8 @@ class Report:
             "`BatchMLAPagedAttention` (`bench_mla`): DeepSeek's latent cache (ckv 512 + kpe 64), page 64, batch 128, "
             "one query token per request, bf16 q/o, bf16 or fp8 e4m3 cache. Bytes: the latent rows read plus q and o; "
             "FLOPs: 2 x rows x keys x (576 + 512). Of read / of GEMM: of `bench_mla`'s own read bandwidth "
-            f"({f_tbs(read)} TB/s) and cuBLAS rate ({f_tflops(gemm)} TFLOP/s). 16 heads are memory-bound, 128 "
-            "compute-bound.")
+            f"({f_tbs(read)} TB/s) and cuBLAS rate ({f_tflops(gemm)} TFLOP/s). 16 heads are memory-bound (the "
+            "mma.sync kernel), 128 compute-bound (on sm_90 the wgmma kernel: items of 64 rows of 16-bit KV).")
         if rows is None:
             return out
         if not self.run.flashinfer_rows("mla"):
@@ -684,7 +684,8 @@ class Report:
         if torch_v:
             peers.append(f"torch {torch_v} SDPA (cuDNN and FlashAttention-2 backends)")
         if fi.get("flashinfer"):
-            peers.append(f"FlashInfer {fi['flashinfer']}")
+            where = device_call(fi)
+            peers.append(f"FlashInfer {fi['flashinfer']}" + ("" if where == "in the same device call" else f" ({where})"))
         status = "PASS" if run.results.get("status") == 0 else f"FAIL (status {run.results.get('status')})"
         rows = [["device", device],
                 ["date, commit", f"{run.meta.get('date', 'unknown')}, {run.meta.get('commit', 'unknown')}"],
