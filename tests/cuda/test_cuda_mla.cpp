@@ -65,6 +65,10 @@ std::vector<MLACase> gpu_mla_case_list() {
     c.page_size = 64;
     c.split.fixed_split_size = 100;
   });
+  // Items of 64 rows that the request fills only in part: 40 heads (24 rows of padding)
+  // and 48 heads x 3 tokens (two whole items and 16 rows).
+  add("decode_h40_partial_item", {1, 1}, {500, 90}, 40, none);
+  add("spec_h48_qo3_partial_item", {3, 1}, {260, 1000}, 48, [](MLACase& c) { c.causal = true; });
   add("decode_h64_no_kpe_page1", {1, 1}, {300, 70}, 64, [](MLACase& c) {
     c.head_dim_kpe = 0;
     c.page_size = 1;
