@@ -13,6 +13,11 @@ bench/flashinfer/stage.sh staged into .deps/flashinfer (carry `.deps`).
     bench_decode), (B, L) in PERF.md's shapes; CUDA-core decode (use_tensor_cores
     False, backend auto) and tensor-core decode (use_tensor_cores True, fa2).
     GBps = (KV bytes + q + out bytes) / time; kv_GBps = KV bytes / time.
+(c) BatchMLAPagedAttentionWrapper (backend fa3 by default, --mla-backends), bf16,
+    DeepSeek's latent cache (ckv 512 + kpe 64 as two caches), page 64, one query
+    token per request, batch 128 at kv 4k and 8k, 16 and 128 heads (bench_mla's
+    shapes, shuffled page ids). FLOPs = 2 * rows * keys * (576 + 512) as bench_mla
+    counts them; GBps = (latent bytes + q + out bytes) / time.
 Timing: CUDA events around run() only, a 256 MB buffer read before every run
 (cold L2), median (and min) of --runs >= 20 runs after at least 50 ms (and 3 calls)
 of untimed ones. Each row also
@@ -34,6 +39,8 @@ PREFILL_SPLITS = [(16, 1024), (4, 4096), (1, 16384)]
 HEAD_DIMS = [64, 128, 256]
 DEC_HQ, DEC_HK, DEC_D, PAGE = 32, 8, 128, 16
 DECODE_SHAPES = [(1, 32768), (16, 8192), (64, 4096), (128, 2048), (256, 1024), (64, 16384)]
+MLA_CKV, MLA_KPE, MLA_PAGE = 512, 64, 64
+MLA_SHAPES = [(128, 4096, 16), (128, 8192, 16), (128, 4096, 128), (128, 8192, 128)]  # (batch, kv, heads)
 
 
 def err_str(e):
@@ -51,6 +58,8 @@ def main():
     ap.add_argument("--backends", default="fa2,fa3")
     ap.add_argument("--skip-prefill", action="store_true")
     ap.add_argument("--skip-decode", action="store_true")
+    ap.add_argument("--skip-mla", action="store_true")
+    ap.add_argument("--mla-backends", default="fa3")
     ap.add_argument("--bundle", default=None, help="bundle folder (default <repo>/.deps/flashinfer)")
     args = ap.parse_args()
     runs = max(args.runs, 20)
@@ -210,6 +219,65 @@ def main():
                 add(row)
             try:
                 del cache, q
+            except NameError:
+                pass
+            torch.cuda.empty_cache()
+
+    # (c) MLA paged decode
+    if not args.skip_mla:
+        shapes = MLA_SHAPES[:1] if args.quick else MLA_SHAPES
+        sm_scale = 0.0721  # bench_mla's
+        for b, L, heads in shapes:
+            try:
+                g = torch.Generator(device="cpu").manual_seed(b * 7919 + L + heads)
+                pages_per = math.ceil(L / MLA_PAGE)
+                num_pages = b * pages_per
+                qo_indptr = torch.arange(0, b + 1, dtype=torch.int32, device=dev)
+                kv_indptr = torch.arange(0, num_pages + 1, pages_per, dtype=torch.int32, device=dev)
+                kv_indices = torch.randperm(num_pages, generator=g).to(torch.int32).to(dev)
+                kv_lens = torch.full((b,), L, dtype=torch.int32, device=dev)
+                ckv = torch.randn(num_pages, MLA_PAGE, MLA_CKV, dtype=torch.bfloat16, device=dev)
+                kpe = torch.randn(num_pages, MLA_PAGE, MLA_KPE, dtype=torch.bfloat16, device=dev)
+                q_nope = torch.randn(b, heads, MLA_CKV, dtype=torch.bfloat16, device=dev)
+                q_pe = torch.randn(b, heads, MLA_KPE, dtype=torch.bfloat16, device=dev)
+                setup_err = None
+            except Exception as e:
+                setup_err = err_str(e)
+            kv_bytes = float(b) * L * (MLA_CKV + MLA_KPE) * 2
+            io_bytes = float(b) * heads * (MLA_CKV + MLA_KPE + MLA_CKV) * 2
+            flops = 2.0 * b * heads * L * (MLA_CKV + MLA_KPE + MLA_CKV)
+            for backend in [x for x in args.mla_backends.split(",") if x]:
+                row = {"kind": "mla_decode", "backend": backend, "batch": b, "kv_len": L, "heads": heads,
+                       "page_size": MLA_PAGE, "dtype": "bf16", "kv_bytes": kv_bytes, "flops": flops}
+                if setup_err:
+                    row["error"] = setup_err
+                    add(row)
+                    continue
+                try:
+                    workspace.zero_()
+                    w = flashinfer.BatchMLAPagedAttentionWrapper(workspace, backend=backend)
+                    tp = time.time()
+                    w.plan(qo_indptr, kv_indptr, kv_indices, kv_lens, heads, MLA_CKV, MLA_KPE, MLA_PAGE, False,
+                           sm_scale, torch.bfloat16, torch.bfloat16)
+                    row["plan_s"] = round(time.time() - tp, 2)
+                    o = w.run(q_nope, q_pe, ckv, kpe)
+                    torch.cuda.synchronize()
+                    # reference on request 0: its latent rows, absorbed attention in fp32
+                    pg = kv_indices[kv_indptr[0]:kv_indptr[1]].long()
+                    c0 = ckv[pg].reshape(-1, MLA_CKV)[:L].float()
+                    p0 = kpe[pg].reshape(-1, MLA_KPE)[:L].float()
+                    logits = (q_nope[0].float() @ c0.T + q_pe[0].float() @ p0.T) * sm_scale
+                    ref = torch.softmax(logits, dim=-1) @ c0
+                    row["max_abs_err_req0"] = float((o[0].float() - ref).abs().max())
+                    med, mn = time_us(lambda: w.run(q_nope, q_pe, ckv, kpe, out=o))
+                    row.update(time_us=med, min_us=mn, TFLOPs=flops / (med * 1e-6) / 1e12,
+                               GBps=(kv_bytes + io_bytes) / (med * 1e3),
+                               backend_resolved=str(getattr(w, "_backend", backend)))
+                except Exception as e:
+                    row["error"] = err_str(e)
+                add(row)
+            try:
+                del ckv, kpe, q_nope, q_pe
             except NameError:
                 pass
             torch.cuda.empty_cache()

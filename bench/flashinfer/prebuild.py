@@ -7,7 +7,8 @@ FLASHINFER_CUDA_ARCH_LIST=9.0a and FLASHINFER_WORKSPACE_BASE set.
   prebuild.py build NAME...     build those modules (all when no NAME), one ninja job
 
 Which modules: FI_PREFILL_BACKENDS ("fa2 fa3"), FI_PREFILL_HEAD_DIMS (fa2, "64 128 256"),
-FI_FA3_HEAD_DIMS (fa3, "64 128 256"); the decode module is always included.
+FI_FA3_HEAD_DIMS (fa3, "64 128 256"); the decode module is always included, and the MLA
+module of FI_MLA_BACKENDS ("fa3"; "" for none): bf16, ckv 512, kpe 64, int32 indices.
   prebuild.py install DEST      copy built .so files to DEST/<uri>/<uri>.so
 
 The module arguments are exactly those the wrappers compute in plan():
@@ -26,10 +27,12 @@ from flashinfer.jit.core import build_jit_specs
 from flashinfer.jit.attention.modules import (
     _gen_batch_prefill_primary_module,
     gen_batch_decode_module,
+    gen_batch_mla_module,
     gen_batch_prefill_module,
 )
 
 BF16, I32 = torch.bfloat16, torch.int32
+MLA_BACKENDS = os.environ.get("FI_MLA_BACKENDS", "fa3").split()
 BACKENDS = os.environ.get("FI_PREFILL_BACKENDS", "fa2 fa3").split()
 HEAD_DIMS = {  # fa3 modules take ~3x longer to build than fa2 ones
     "fa2": [int(x) for x in os.environ.get("FI_PREFILL_HEAD_DIMS", "64 128 256").split()],
@@ -54,6 +57,10 @@ def specs():
                 out.append(("prefill", backend, hd, gen_batch_prefill_module(backend, *prefill_args(hd))))
     # BatchDecodeWithPagedKVCacheWrapper, use_tensor_cores=False
     out.append(("decode", "cuda-cores", 128, gen_batch_decode_module(BF16, BF16, BF16, I32, 128, 128, 0, False, False)))
+    # BatchMLAPagedAttentionWrapper: (backend, dtype_q, dtype_kv, dtype_o, dtype_idx,
+    # head_dim_ckv, head_dim_kpe, use_profiler)
+    for backend in MLA_BACKENDS:
+        out.append(("mla", backend, 512, gen_batch_mla_module(backend, BF16, BF16, BF16, I32, 512, 64, False)))
     return out
 
 

@@ -453,15 +453,28 @@ class Report:
             "mma.sync kernel), 128 compute-bound (on sm_90 the wgmma kernel: items of 64 rows of 16-bit KV).")
         if rows is None:
             return out
-        if not self.run.flashinfer_rows("mla"):
-            self.missing.append("MLA peer (FlashInfer's MLA wrapper: not in the carried bundle)")
+        fi = {}  # FlashInfer's MLA wrapper on the same shapes, by bench_mla's case name (its fastest backend)
+        for r in self.run.flashinfer_rows("mla_decode"):
+            kv = r.get("kv_len") or 0
+            key = f"{r.get('batch')} x {kv // 1024}k H{r.get('heads')}"
+            if num(r, "time_us") is not None and (key not in fi or r["time_us"] < fi[key]["time_us"]):
+                fi[key] = r
+        if not fi:
+            self.missing.append("MLA peer (FlashInfer's MLA wrapper, `bench/flashinfer/peer_flashinfer.py` (c))")
         trows, plot = [], []
         for r in rows:
             name = r.get("name", "-")
-            trows.append([name, f_us(num(r, "us")), f_tbs(num(r, "gbps")), f_frac(num(r, "of_read")),
-                          f_tflops(num(r, "tflops")), f_frac(num(r, "of_gemm"))])
+            peer = fi.get(name)
+            ours_us = num(r, "us")
+            ratio = ours_us / peer["time_us"] if peer and ours_us else None
+            trows.append([name, f_us(ours_us), f_tbs(num(r, "gbps")), f_frac(num(r, "of_read")),
+                          f_tflops(num(r, "tflops")), f_frac(num(r, "of_gemm")),
+                          f_us(num(peer, "time_us")) if peer else "-",
+                          f_tflops(num(peer, "TFLOPs")) if peer else "-",
+                          f"{ratio:.3f}" if ratio else "-"])
             plot.append((name, num(r, "of_read"), num(r, "of_gemm")))
-        out += table(["shape", "µs", "TB/s", "of read", "TFLOP/s", "of GEMM"], trows) + [""]
+        out += table(["shape", "µs", "TB/s", "of read", "TFLOP/s", "of GEMM", "FlashInfer µs", "FlashInfer TFLOP/s",
+                       "ours/FlashInfer"], trows) + [""]
         out += self.image("mla", "MLA: fraction of the read bandwidth and of the GEMM rate", draw_mla, {"rows": plot})
         return out
 

@@ -192,6 +192,22 @@ class Inputs(unittest.TestCase):
         self.assertEqual(table_row(text, "1x32k")[6:8], ["-", "-"])
         self.assertIn("prefill peer FlashInfer", text)
 
+    def test_flashinfer_mla_peer_and_its_own_device_call(self):
+        self.write("results.json", self.results)
+        fi = json.load(open(os.path.join(FIXTURE, "peer_flashinfer.json")))
+        mla = {"kind": "mla_decode", "batch": 128, "kv_len": 4096, "heads": 128, "page_size": 64, "TFLOPs": 450.0}
+        fi["rows"] = [dict(mla, backend="fa3", time_us=336.0), dict(mla, backend="fa2", time_us=500.0),
+                      dict(mla, backend="fa3", kv_len=8192, error="RuntimeError: x", time_us=1.0)]
+        fi["run"] = {"commit": "abcdef1", "date": "2027-01-02"}
+        self.write("fi.json", fi)
+        rc, log, text = self.report()
+        self.assertEqual(rc, 0, log)
+        # ours 671.95 µs against FlashInfer's faster backend; a failed row is no figure
+        self.assertEqual(table_row(text, "128 x 4k H128")[-3:], ["336.00", "450", "2.000"])
+        self.assertEqual(table_row(text, "128 x 8k H128")[-3:], ["-", "-", "-"])
+        self.assertNotIn("MLA peer", text)
+        self.assertIn("(in its own device call, abcdef1 on 2027-01-02)", text)
+
     def test_python_host_cost_and_end_to_end_example(self):
         self.write("results.json", self.results)
         self.write("host.json", {"runs_per_step": 32, "steps": 200, "kv_len": 1024, "kvinfer": "0.1.0",
