@@ -115,7 +115,8 @@ enum class Family {
   kTensorCoreTile,  // decode of group 16 (the 16-row tile); prefill with backend kPortable
   kGeneralLogits,   // prefill with a soft cap (the tensor-core tile's general logits)
   kWgmmaPrefill,    // paged prefill on sm_90a
-  kMla,
+  kMla,             // 16 heads: the mma.sync MLA kernel
+  kMlaWgmma,        // 128 heads (items of 64 rows): the MLA wgmma kernel on sm_90a
 };
 
 struct BadPageCase {
@@ -128,7 +129,7 @@ struct BadPageCase {
 };
 
 std::string name_of(const BadPageCase& c) {
-  static constexpr const char* kFamilies[] = {"keyrow", "cudacore", "fp8tile", "tctile", "general", "wgmma", "mla"};
+  static constexpr const char* kFamilies[] = {"keyrow", "cudacore", "fp8tile", "tctile", "general", "wgmma", "mla", "mlawgmma"};
   const char* w = c.wrapper == PagedWrapper::kDecode ? "decode" : c.wrapper == PagedWrapper::kPrefill ? "prefill" : "mla";
   const std::string bad = c.bad < 0 ? fmt::format("minus{}", -std::int64_t(c.bad)) : fmt::format("{}", c.bad);
   return fmt::format("{}_{}_page{}_bad{}_entry{}_{}", w, kFamilies[int(c.family)], c.page_size, bad,
@@ -149,7 +150,8 @@ class CudaBadPageIds : public ::testing::TestWithParam<BadPageCase> {};
 TEST_P(CudaBadPageIds, TheRequestsRowsAreZeroAndTheStatusNamesTheEntry) {
   KVINFER_SKIP_WITHOUT_GPU();
   const BadPageCase c = GetParam();
-  constexpr std::int64_t kD = 128, kMlaHeads = 16, kDc = 512, kDp = 64;
+  constexpr std::int64_t kD = 128, kDc = 512, kDp = 64;
+  const std::int64_t mla_heads = c.family == Family::kMlaWgmma ? 128 : 16;
   const std::int64_t page = c.page_size;
   const std::int64_t hk = 2, hq = c.family == Family::kCudaCoreDecode   ? 2
                                   : c.family == Family::kTensorCoreTile && c.wrapper == PagedWrapper::kDecode ? 32
@@ -163,7 +165,7 @@ TEST_P(CudaBadPageIds, TheRequestsRowsAreZeroAndTheStatusNamesTheEntry) {
   std::vector<std::int32_t> qo_indptr{0};
   for (std::int32_t n : qo_lens) qo_indptr.push_back(qo_indptr.back() + n);
   const std::int64_t nnz_q = qo_indptr.back();
-  const std::int64_t heads = mla ? kMlaHeads : hq, dv = mla ? kDc : kD;
+  const std::int64_t heads = mla ? mla_heads : hq, dv = mla ? kDc : kD;
   const Tensor indices = t.indices.to(kGpu);
   Tensor out = Tensor::empty({nnz_q, heads, dv}, DType::kBF16, kGpu);
   Tensor lse = Tensor::empty({nnz_q, heads}, DType::kF32, kGpu);
@@ -198,7 +200,7 @@ TEST_P(CudaBadPageIds, TheRequestsRowsAreZeroAndTheStatusNamesTheEntry) {
     status = [&] { return prefill_w.status(); };
   } else {
     mla_w.plan({.qo_indptr = int32_tensor(qo_indptr), .kv_indptr = t.indptr, .kv_indices = indices,
-                .kv_len = int32_tensor(kv_lens), .num_heads = kMlaHeads, .page_size = page, .sm_scale = 0.07f,
+                .kv_len = int32_tensor(kv_lens), .num_heads = mla_heads, .page_size = page, .sm_scale = 0.07f,
                 .split = split});
     run = [&](bool check) {
       mla_w.run(q, q_pe, MLACache::combined(cache), out, {.lse = lse, .check_indices = check});
@@ -266,7 +268,9 @@ INSTANTIATE_TEST_SUITE_P(
                       BadPageCase{W::kPrefill, 1000, 6, 0, F::kWgmmaPrefill, 1},
                       BadPageCase{W::kPrefill, 1000, 3, 0, F::kTensorCoreTile}, BadPageCase{W::kPrefill, kMax, 10, 64, F::kTensorCoreTile},
                       BadPageCase{W::kPrefill, 1000, 4, 0, F::kGeneralLogits}, BadPageCase{W::kPrefill, -2, 1, 64, F::kGeneralLogits},
-                      BadPageCase{W::kMla, 1000, 0, 0, F::kMla}, BadPageCase{W::kMla, -1, 4, 32, F::kMla}),
+                      BadPageCase{W::kMla, 1000, 0, 0, F::kMla}, BadPageCase{W::kMla, -1, 4, 32, F::kMla},
+                      BadPageCase{W::kMla, 1000, 0, 0, F::kMlaWgmma}, BadPageCase{W::kMla, kMin, 7, 64, F::kMlaWgmma},
+                      BadPageCase{W::kMla, 1000, 30, 0, F::kMlaWgmma, 1}),
     [](const ::testing::TestParamInfo<BadPageCase>& info) { return name_of(info.param); });
 
 }  // namespace
