@@ -8,7 +8,8 @@ FLASHINFER_CUDA_ARCH_LIST=9.0a and FLASHINFER_WORKSPACE_BASE set.
 
 Which modules: FI_PREFILL_BACKENDS ("fa2 fa3"), FI_PREFILL_HEAD_DIMS (fa2, "64 128 256"),
 FI_FA3_HEAD_DIMS (fa3, "64 128 256"); the decode module is always included, and the MLA
-module of FI_MLA_BACKENDS ("fa3"; "" for none): bf16, ckv 512, kpe 64, int32 indices.
+module of FI_MLA_BACKENDS ("fa3"; "" for none): bf16, ckv 512, kpe 64, int32 indices; and the
+cascade module (merge_state and its kin, for the Python differential tests).
   prebuild.py install DEST      copy built .so files to DEST/<uri>/<uri>.so
 
 The module arguments are exactly those the wrappers compute in plan():
@@ -23,6 +24,7 @@ from pathlib import Path
 import torch
 
 from flashinfer.jit import env as jit_env
+from flashinfer.jit.cascade import gen_cascade_module
 from flashinfer.jit.core import build_jit_specs
 from flashinfer.jit.attention.modules import (
     _gen_batch_prefill_primary_module,
@@ -61,6 +63,8 @@ def specs():
     # head_dim_ckv, head_dim_kpe, use_profiler)
     for backend in MLA_BACKENDS:
         out.append(("mla", backend, 512, gen_batch_mla_module(backend, BF16, BF16, BF16, I32, 512, 64, False)))
+    # merge_state / merge_state_in_place / merge_states (tests/python/test_flashinfer_diff.py)
+    out.append(("cascade", "merge", 0, gen_cascade_module()))
     return out
 
 
