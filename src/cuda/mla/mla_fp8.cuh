@@ -5,8 +5,8 @@
 // conversion pass, no 16-bit copy of the tile and no barrier between them. For a
 // memory-bound item (16 heads) that pass and its barrier lengthened the chain of every
 // tile by more than the halved bytes saved (H200, 128 x 4k, 16 heads: 211 us for e4m3
-// against 170 us for bf16); the tile's smaller footprint also lets three CTAs share an
-// SM (mla_shape.cuh).
+// against 170 us for bf16; 171 us without the pass, the same as bf16: both are then
+// bound by the SM's shared-memory pipe, docs/kernels.md, "MLA").
 //
 // Operand orders without ldmatrix (the fp8 decode tile's, fp8_decode_tile/kernel.cuh,
 // on MLA's tiles):

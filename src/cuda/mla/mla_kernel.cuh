@@ -34,7 +34,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <type_traits>
 
 #include "core/mask_policy.hpp"
@@ -57,12 +56,12 @@
 
 namespace kvinfer::cuda {
 
-template <class TQ, class TKV, int kRowBlocks, bool kKpe, int kFp8Ctas>
+template <class TQ, class TKV, int kRowBlocks, bool kKpe>
 __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads,
-                                  MlaSmem<TKV, kRowBlocks, kKpe, kFp8Ctas>::kCtasPerSm)
+                                  MlaSmem<TKV, kRowBlocks, kKpe>::kCtasPerSm)
     mla_kernel(const __grid_constant__ MlaKernelParams p) {
   using S = MlaShape<kRowBlocks, kKpe>;
-  using L = MlaSmem<TKV, kRowBlocks, kKpe, kFp8Ctas>;
+  using L = MlaSmem<TKV, kRowBlocks, kKpe>;
   using T = MlaMmaType<TQ, TKV>;
   extern __shared__ __align__(128) unsigned char smem[];
 
@@ -125,10 +124,10 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads,
 
 // One compiled kernel: its shared memory, set once as the kernel's limit (beyond the
 // default 48 KiB).
-template <class TQ, class TKV, int kRowBlocks, bool kKpe, int kFp8Ctas = 3>
+template <class TQ, class TKV, int kRowBlocks, bool kKpe>
 struct MlaKernel {
-  static constexpr int kSmem = MlaSmem<TKV, kRowBlocks, kKpe, kFp8Ctas>::bytes;
-  static constexpr auto kernel = mla_kernel<TQ, TKV, kRowBlocks, kKpe, kFp8Ctas>;
+  static constexpr int kSmem = MlaSmem<TKV, kRowBlocks, kKpe>::bytes;
+  static constexpr auto kernel = mla_kernel<TQ, TKV, kRowBlocks, kKpe>;
   static void prepare() {
     static const bool prepared = [] {
       KVINFER_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
@@ -143,20 +142,6 @@ struct MlaKernel {
 template <class TQ, class TKV, class F>
 void with_mla_kernel(int row_blocks, bool kpe, F&& f) {
   const auto pick = [&]<int kRowBlocks>() {
-    if constexpr (kRowBlocks == 1 && sizeof(TKV) == 1) {
-      static const bool two = [] {
-        const char* e = std::getenv("KVINFER_MLA_FP8_CTAS");
-        return e != nullptr && e[0] == '2';
-      }();
-      if (two) {
-        if (kpe) {
-          f(MlaKernel<TQ, TKV, kRowBlocks, true, 2>{});
-        } else {
-          f(MlaKernel<TQ, TKV, kRowBlocks, false, 2>{});
-        }
-        return;
-      }
-    }
     if (kpe) {
       f(MlaKernel<TQ, TKV, kRowBlocks, true>{});
     } else {

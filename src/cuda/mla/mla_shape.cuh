@@ -61,8 +61,9 @@ using MlaMmaType = std::conditional_t<sizeof(TKV) == 1, __half,
 // SM, whose tile chains (copy issue, S, barriers, softmax, P V) overlap: with one CTA
 // per SM and 4 stages in flight instead of one, 16 heads took 1.2x as long
 // (docs/kernels.md, "MLA"): the chain, not the bytes in flight, sets their pace. Two
-// CTAs of 16-bit KV fit an SM, three of fp8 (half the tile; two stages each).
-template <class TKV, int kRowBlocks, bool kKpe, int kFp8Ctas = 3>
+// CTAs per SM: three (which fp8's half-size tiles would allow, with two stages and 80
+// registers) ran no faster, the SM's shared-memory pipe being the busier bound then.
+template <class TKV, int kRowBlocks, bool kKpe>
 struct MlaSmem {
   using S = MlaShape<kRowBlocks, kKpe>;
   static constexpr bool kFp8 = sizeof(TKV) == 1;
@@ -71,7 +72,7 @@ struct MlaSmem {
   static constexpr int s = q + S::kRows * S::kDqk * 2;
   static constexpr int stages =
       s + (S::kKParts * S::kRows * S::kSStride * int(sizeof(float)) + 127) / 128 * 128;
-  static constexpr int kCtasPerSm = kRowBlocks == 1 ? (kFp8 ? kFp8Ctas : 2) : 1;
+  static constexpr int kCtasPerSm = kRowBlocks == 1 ? 2 : 1;
   // The CTA's share of the SM's 228 KiB of shared memory (sm_90; 1 KiB of each CTA's
   // share is reserved).
   static constexpr int kBudget = (228 / kCtasPerSm - 1) * 1024;
