@@ -85,6 +85,30 @@ std::vector<MLACase> gpu_mla_case_list() {
     c.ckv_scale = 2.0f;
     c.kpe_scale = 0.5f;
   });
+  // fp8 tiles read in registers (mla_fp8.cuh): each item size, without the rotary
+  // part, fp16 q, pages of one slot, and split chunks that end inside a page.
+  add("decode_h32_fp8_e4m3_rows32", {1, 1, 1}, {500, 31, 1100}, 32, [](MLACase& c) {
+    c.kv_dtype = DType::kE4M3;
+    c.ckv_scale = 1.25f;
+    c.kpe_scale = 0.5f;
+  });
+  add("decode_h16_fp8_e4m3_f16_page1_split", {1, 1, 1}, {900, 17, 250}, 16, [](MLACase& c) {
+    c.q_dtype = c.o_dtype = DType::kF16;
+    c.kv_dtype = DType::kE4M3;
+    c.page_size = 1;
+    c.split.fixed_split_size = 48;
+  });
+  add("prefill_h16_fp8_e5m2_causal_no_kpe", {40, 9}, {300, 9}, 16, [](MLACase& c) {
+    c.kv_dtype = DType::kE5M2;
+    c.causal = true;
+    c.head_dim_kpe = 0;
+  });
+  add("decode_h128_fp8_e4m3_split_in_page", {1, 2}, {3000, 77}, 128, [](MLACase& c) {
+    c.kv_dtype = DType::kE4M3;
+    c.page_size = 64;
+    c.causal = true;
+    c.split.fixed_split_size = 100;
+  });
   add("decode_h16_no_kpe_page1", {1, 1}, {400, 77}, 16, [](MLACase& c) {
     c.head_dim_kpe = 0;
     c.page_size = 1;

@@ -16,10 +16,13 @@
 
 namespace kvinfer::cuda {
 
-// O / sum and the LSE of a thread's rows rb * 16 + g (+ 8) of the item, its columns
-// col0 + 8 n + 2 t (+ 1) for the S::kOFrags fragments n of acc, whose sums row_sum are
-// the rows' whole sums (over every lane and warp that holds a part of them).
-template <class S>
+// O / sum and the LSE of a thread's rows rb * 16 + g (+ 8) of the item, whose sums
+// row_sum are the rows' whole sums (over every lane and warp that holds a part of them).
+// Its columns: col0 + 8 n + 2 t (+ 1) for the S::kOFrags fragments n of acc, or with
+// kFp8Piece = W > 0 the order of the fp8 P V (mla_fp8.cuh): for each piece p of W
+// fragments, the 2W contiguous columns from col0 + 8 W p + 2 W t, acc[W p + i][2h]
+// then acc[W p + i][2h + 1].
+template <class S, int kFp8Piece = 0>
 __device__ __forceinline__ void mla_store_rows(const MlaKernelParams& p, const detail::WorkItem& item,
                                                const detail::RequestInfo& r, int rows,
                                                const float (&acc)[S::kOFrags][4], const float (&row_max)[2],
@@ -39,18 +42,55 @@ __device__ __forceinline__ void mla_store_rows(const MlaKernelParams& p, const d
     if (split) {
       const std::int64_t state =
           (r.partial_begin + std::int64_t(item.chunk) * r.qo_len + token) * heads + head;
-      float* po = p.schedule.partial_o + state * S::kDc + col0 + 2 * t;
+      if constexpr (kFp8Piece > 0) {
+        constexpr int W = kFp8Piece;
 #pragma unroll
-      for (int n = 0; n < S::kOFrags; ++n) {
-        *reinterpret_cast<float2*>(po + 8 * n) = make_float2(acc[n][2 * h] * inv, acc[n][2 * h + 1] * inv);
+        for (int piece = 0; piece < S::kOFrags / W; ++piece) {
+          float* po = p.schedule.partial_o + state * S::kDc + col0 + 8 * W * piece + 2 * W * t;
+#pragma unroll
+          for (int x = 0; x < 2; ++x)
+#pragma unroll
+            for (int i = 0; i < W; i += 4) {
+              const int c = W * piece + i, e = 2 * h + x;
+              *reinterpret_cast<float4*>(po + W * x + i) =
+                  make_float4(acc[c][e] * inv, acc[c + 1][e] * inv, acc[c + 2][e] * inv, acc[c + 3][e] * inv);
+            }
+        }
+      } else {
+        float* po = p.schedule.partial_o + state * S::kDc + col0 + 2 * t;
+#pragma unroll
+        for (int n = 0; n < S::kOFrags; ++n) {
+          *reinterpret_cast<float2*>(po + 8 * n) = make_float2(acc[n][2 * h] * inv, acc[n][2 * h + 1] * inv);
+        }
       }
       if (col0 == 0 && t == 0) p.schedule.partial_lse[state] = lse;
       continue;
     }
     const std::int64_t n_out = r.qo_begin + token;
-    auto* po = reinterpret_cast<std::uint32_t*>(output_row(p.out, n_out, head) + col0 + 2 * t);
+    if constexpr (kFp8Piece > 0) {
+      constexpr int W = kFp8Piece;
 #pragma unroll
-    for (int n = 0; n < S::kOFrags; ++n) po[4 * n] = pack_output2(p.out, acc[n][2 * h] * inv, acc[n][2 * h + 1] * inv);
+      for (int piece = 0; piece < S::kOFrags / W; ++piece) {
+        std::uint16_t* po = output_row(p.out, n_out, head) + col0 + 8 * W * piece + 2 * W * t;
+#pragma unroll
+        for (int x = 0; x < 2; ++x)
+#pragma unroll
+          for (int i = 0; i < W; i += 8) {
+            const int c = W * piece + i, e = 2 * h + x;
+            uint4 v;
+            v.x = pack_output2(p.out, acc[c][e] * inv, acc[c + 1][e] * inv);
+            v.y = pack_output2(p.out, acc[c + 2][e] * inv, acc[c + 3][e] * inv);
+            v.z = pack_output2(p.out, acc[c + 4][e] * inv, acc[c + 5][e] * inv);
+            v.w = pack_output2(p.out, acc[c + 6][e] * inv, acc[c + 7][e] * inv);
+            ptx::st_v4(po + W * x + i, v);
+          }
+      }
+    } else {
+      auto* po = reinterpret_cast<std::uint32_t*>(output_row(p.out, n_out, head) + col0 + 2 * t);
+#pragma unroll
+      for (int n = 0; n < S::kOFrags; ++n)
+        po[4 * n] = pack_output2(p.out, acc[n][2 * h] * inv, acc[n][2 * h + 1] * inv);
+    }
     if (p.out.lse != nullptr && col0 == 0 && t == 0) {
       p.out.lse[n_out * p.out.lse_stride_n + head * p.out.lse_stride_h] = lse * p.lse_scale;
     }
@@ -58,9 +98,9 @@ __device__ __forceinline__ void mla_store_rows(const MlaKernelParams& p, const d
 }
 
 // The rows of the warp's O role (row block rb, columns from c0 * 8), each lane's
-// rows g and g + 8 and column pairs t; row_sum is summed over the row's four lanes
-// here, in place.
-template <class S>
+// rows g and g + 8 in the column order kFp8Piece says (mla_store_rows); row_sum is
+// summed over the row's four lanes here, in place.
+template <class S, int kFp8Piece = 0>
 __device__ __forceinline__ void mla_epilogue(const MlaKernelParams& p, const detail::WorkItem& item,
                                              const detail::RequestInfo& r, int rows,
                                              const float (&acc)[S::kOFrags][4], const float (&row_max)[2],
@@ -71,7 +111,7 @@ __device__ __forceinline__ void mla_epilogue(const MlaKernelParams& p, const det
     row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 1);
     row_sum[h] += __shfl_xor_sync(0xffffffffu, row_sum[h], 2);
   }
-  mla_store_rows<S>(p, item, r, rows, acc, row_max, row_sum, rb, c0 * 8, lane);
+  mla_store_rows<S, kFp8Piece>(p, item, r, rows, acc, row_max, row_sum, rb, c0 * 8, lane);
 }
 
 // The end of an item whose lookups used a page id outside the cache (checked_page;

@@ -16,14 +16,14 @@
 //    256), reads the block's S, and runs the online softmax itself. The warps of one
 //    row block compute the same row maxima and sums from the same S, so no
 //    reduction across warps is needed at the end.
-// fp8 KV lands in a staging tile and is converted (exactly) to fp16, in which the
-// mma then runs (a bf16 q tile is converted once per item, mla_q_to_half); fp16 and
-// bf16 mixed run the mma in bf16, the fp16 side converted in place (mla_half_to_bf16).
-// The next tiles stream in (cp.async, a ring of stages) while one is computed. Items
-// of 16 rows (decode with 16 heads) are bound by the chain of each tile (copy issue,
-// S, two barriers (three for fp8), softmax, P V: ~470 instructions per warp at ~8
-// cycles each), 64 rows by shared-memory reads (ldmatrix of Q, K and V every tile: L1
-// at 79%); docs/kernels.md, "MLA".
+// fp8 KV stays as it landed and each warp converts (exactly) the bytes it reads to
+// fp16 in registers, in which the mma then runs (mla_fp8.cuh; the q tile is put in
+// that read's order, as fp16, once per item); fp16 and bf16 mixed run the mma in
+// bf16, the fp16 side converted in place (mla_half_to_bf16). The next tiles stream in
+// (cp.async, a ring of stages) while one is computed. Items of 16 rows (decode with 16
+// heads) are bound by the chain of each tile (copy issue, S, two barriers, softmax,
+// P V: ~470 instructions per warp at ~8 cycles each), 64 rows by shared-memory reads
+// (ldmatrix of Q, K and V every tile: L1 at 79%); docs/kernels.md, "MLA".
 //
 // The kernel body composes its steps, each in a header of this folder: the shape and
 // shared memory (mla_shape.cuh), the item's keys (mla_keys.cuh), the copies and the
@@ -46,6 +46,7 @@
 #include "cuda/common/mma.cuh"
 #include "cuda/common/ptx.cuh"
 #include "cuda/mla/mla_epilogue.cuh"
+#include "cuda/mla/mla_fp8.cuh"
 #include "cuda/mla/mla_kernel_params.cuh"
 #include "cuda/mla/mla_keys.cuh"
 #include "cuda/mla/mla_scores.cuh"
@@ -83,6 +84,7 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads,
   // rb and columns [c0 * 8, c0 * 8 + kCols), with the state of its rows.
   const MlaScoreWarp<S> s_role(smem + L::q, warp, lane);
   const int rb = warp / S::kColSplit, c0 = (warp % S::kColSplit) * (S::kCols / 8);
+  const MlaFp8Lane<S> fp8_lane(g, t, c0 * 8);  // (fp8 KV only)
   int lim[2];
   mla_row_key_ends<S>(lim, p, item, keys, rb, g);
   float row_max[2], row_sum[2], acc[S::kOFrags][4];
@@ -98,17 +100,25 @@ __global__ void __launch_bounds__(MlaShape<kRowBlocks, kKpe>::kThreads,
     const int key0 = keys.key_begin + tile * S::kKeys;
     const unsigned char* kv = mla_next_tile<T, TKV, L>(p, keys, smem, tile, next_row);
     float sacc[S::kUnitsPerWarp][2][4] = {}, v[4];
-    mla_scores<T>(s_role, kv, sacc, v, s_buf, nope_scale, pe_scale, g, t);
+    if constexpr (L::kFp8) {
+      mla_fp8_scores<TKV>(s_role, fp8_lane, kv, sacc, v, s_buf, nope_scale, pe_scale, g, t);
+    } else {
+      mla_scores<T>(s_role, kv, sacc, v, s_buf, nope_scale, pe_scale, g, t);
+    }
     __syncthreads();
     float s[2][8], base[2], w[8];
     std::uint32_t a[2][4];
     mla_read_scores<S>(s, s_buf, rb, g, t);
     if (keys.needs_mask(key0, S::kKeys)) mla_mask_scores(s, lim, key0, t);
     mla_softmax<T>(s, base, w, a, row_max, row_sum, acc);
-    mla_pv<T, S>(acc, a, kv, c0, lane);
+    if constexpr (L::kFp8) {
+      mla_fp8_pv<TKV, S>(acc, a, kv, fp8_lane);
+    } else {
+      mla_pv<T, S>(acc, a, kv, c0, lane);
+    }
   }
   ptx::cp_async_wait_all();  // an item without keys still has its q tile in flight
-  mla_epilogue<S>(p, item, r, rows, acc, row_max, row_sum, warp, lane);
+  mla_epilogue<S, L::kFp8 ? MlaFp8Lane<S>::kPiece : 0>(p, item, r, rows, acc, row_max, row_sum, warp, lane);
   mla_discard_bad_item<S>(p, item, r, keys, rows);
 }
 

@@ -54,32 +54,31 @@ template <class TQ, class TKV>
 using MlaMmaType = std::conditional_t<sizeof(TKV) == 1, __half,
                                       std::conditional_t<std::is_same_v<TQ, TKV>, TQ, __nv_bfloat16>>;
 
-// Byte offsets of the shared-memory regions: the q tile, the S exchange, the tiles
-// the copies land in (a ring of kStages: compute tiles for 16-bit KV; for fp8 staging
-// tiles, behind the one compute tile they are converted into). The ring takes what
-// the CTA's share of the SM's shared memory leaves, up to 8 tiles. Items of 16 rows
-// run two CTAs per SM, whose tile chains (copy issue, S, barriers, softmax, P V)
-// overlap: with one CTA per SM and 4 stages in flight instead of one, 16 heads took
-// 1.2x as long (docs/kernels.md, "MLA"): the chain, not the bytes in flight,
-// sets their pace.
+// Byte offsets of the shared-memory regions: the q tile, the S exchange, the ring of
+// kStages key tiles the copies land in (16-bit KV: swizzled for ldmatrix; fp8: raw
+// tiles, read in registers by mla_fp8.cuh). The ring takes what the CTA's share of
+// the SM's shared memory leaves, up to 8 tiles. Items of 16 rows run several CTAs per
+// SM, whose tile chains (copy issue, S, barriers, softmax, P V) overlap: with one CTA
+// per SM and 4 stages in flight instead of one, 16 heads took 1.2x as long
+// (docs/kernels.md, "MLA"): the chain, not the bytes in flight, sets their pace. Two
+// CTAs per SM: three (which fp8's half-size tiles would allow, with two stages and 80
+// registers) ran no faster, the SM's shared-memory pipe being the busier bound then.
 template <class TKV, int kRowBlocks, bool kKpe>
 struct MlaSmem {
   using S = MlaShape<kRowBlocks, kKpe>;
-  static constexpr bool kStaged = sizeof(TKV) == 1;
-  static constexpr int kTileBytes = S::kKeys * S::kDqk * 2;
-  static constexpr int kStageBytes = kStaged ? S::kKeys * S::kDqk : kTileBytes;
+  static constexpr bool kFp8 = sizeof(TKV) == 1;
+  static constexpr int kStageBytes = S::kKeys * S::kDqk * int(sizeof(TKV));
   static constexpr int q = 0;
   static constexpr int s = q + S::kRows * S::kDqk * 2;
-  static constexpr int compute =
+  static constexpr int stages =
       s + (S::kKParts * S::kRows * S::kSStride * int(sizeof(float)) + 127) / 128 * 128;
-  static constexpr int stages = compute + (kStaged ? kTileBytes : 0);
   static constexpr int kCtasPerSm = kRowBlocks == 1 ? 2 : 1;
   // The CTA's share of the SM's 228 KiB of shared memory (sm_90; 1 KiB of each CTA's
   // share is reserved).
-  static constexpr int kBudget = (kCtasPerSm == 2 ? 112 : 227) * 1024;
+  static constexpr int kBudget = (228 / kCtasPerSm - 1) * 1024;
   static constexpr int kStages = (kBudget - stages) / kStageBytes < 8 ? (kBudget - stages) / kStageBytes : 8;
   static constexpr int bytes = stages + kStages * kStageBytes;
-  static_assert(s % 128 == 0 && compute % 128 == 0 && stages % 128 == 0 && kStages >= 2);
+  static_assert(s % 128 == 0 && stages % 128 == 0 && kStageBytes % 128 == 0 && kStages >= 2);
 };
 
 }  // namespace kvinfer::cuda

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The copies of an MLA item into shared memory: its q tile once, then its key tiles
 // through the ring of stages (cp.async, kStages - 1 tiles in flight), each key row's
-// page looked up a tile before its copy; fp8 tiles converted to fp16 in the compute
-// tile, a bf16 q tile to fp16 once. The kernel's main loop only asks for the next
-// tile (mla_next_tile), so the pipeline's order lives here. Included by mla_kernel.cuh.
+// page looked up a tile before its copy; fp8 tiles land raw (mla_fp8.cuh reads them),
+// with the q tile put in the order that read takes once; fp16 KV under a bf16 mma is
+// converted in place. The kernel's main loop only asks for the next tile
+// (mla_next_tile), so the pipeline's order lives here. Included by mla_kernel.cuh.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -19,6 +20,7 @@
 #include "cuda/common/mma.cuh"
 #include "cuda/common/ptx.cuh"
 #include "cuda/mla/mla_kernel_params.cuh"
+#include "cuda/mla/mla_fp8.cuh"
 #include "cuda/mla/mla_keys.cuh"
 
 namespace kvinfer::cuda {
@@ -65,9 +67,9 @@ __device__ __forceinline__ MlaKeyRow mla_key_row(const MlaKernelParams& p, const
 }
 
 // Copies a thread's part of its key row into a tile: 16-bit KV into the swizzled
-// compute tile, fp8 into the plain staging tile. Keys at or past key_end are zeros
-// (their logits are masked, and a zero times a zero weight adds nothing to O, where
-// stale bytes could hold NaN).
+// tile of ldmatrix, fp8 into the raw tile (MlaRawTile). Keys at or past key_end are
+// zeros (their logits are masked, and a zero times a zero weight adds nothing to O,
+// where stale bytes could hold NaN).
 template <class TKV, class S>
 __device__ __forceinline__ void mla_copy_kv(const MlaKernelParams& p, const MlaKeyRow& row,
                                             unsigned char* dst) {
@@ -90,62 +92,10 @@ __device__ __forceinline__ void mla_copy_kv(const MlaKernelParams& p, const MlaK
     const int c = sub + S::kThreadsPerKey * i;
     if (kChunks % S::kThreadsPerKey != 0 && c >= kChunks) break;
     const char* src = c < kCkvChunks ? ckv + c * 16 : kpe + (c - kCkvChunks) * 16;
-    unsigned char* to =
-        kElem == 2 ? dst + swizzled_chunk<S::kDqk>(key, c) * 16 : dst + key * S::kDqk + c * 16;
+    unsigned char* to = kElem == 2 ? dst + swizzled_chunk<S::kDqk>(key, c) * 16
+                                   : dst + MlaRawTile<S>::chunk_offset(key, c);
     ptx::cp_async_or_zero<16>(to, src, valid);
   }
-}
-
-// Converts an fp8 staging tile into the fp16 compute tile: one cvt per pair of
-// elements, exact (every e4m3 and e5m2 value is an fp16 value).
-template <class TKV, class S>
-__device__ __forceinline__ void mla_convert_kv(unsigned char* tile, const unsigned char* raw) {
-  constexpr int kChunks = S::kDqk / 16;  // 16 fp8 elements each
-  for (int idx = int(threadIdx.x); idx < S::kKeys * kChunks; idx += S::kThreads) {
-    const int key = idx / kChunks, c = idx % kChunks;
-    const uint4 v = *reinterpret_cast<const uint4*>(raw + key * S::kDqk + c * 16);
-    uint4 lo, hi;
-    fp8x4_to_half2x2<TKV>(v.x, lo.x, lo.y);
-    fp8x4_to_half2x2<TKV>(v.y, lo.z, lo.w);
-    fp8x4_to_half2x2<TKV>(v.z, hi.x, hi.y);
-    fp8x4_to_half2x2<TKV>(v.w, hi.z, hi.w);
-    reinterpret_cast<uint4*>(tile)[swizzled_chunk<S::kDqk>(key, 2 * c)] = lo;
-    reinterpret_cast<uint4*>(tile)[swizzled_chunk<S::kDqk>(key, 2 * c + 1)] = hi;
-  }
-}
-
-// With fp8 KV the mma runs in fp16, to which fp8 converts in one instruction (to bf16
-// in four; on the H200 the fp16 path is only 1.5% faster at 16 heads, whose fp8 tiles
-// are bound by the chain of each tile, not by the conversion): a bf16 q tile is
-// converted in place, times the power of two q_scale that puts its largest magnitude
-// in [2^14, 2^15). Every element within 2^-38 of the largest keeps its value exactly
-// (bf16's 8-bit significands fit fp16's 11); smaller ones are below anything the
-// fp32 logits resolve (the decode tile's argument, fp8_decode_tile/kernel.cuh). Returns
-// q_scale; `scratch` holds a float per warp. Ends with a barrier.
-template <class S>
-__device__ __forceinline__ float mla_q_to_half(unsigned char* q_tile, float* scratch) {
-  constexpr int kWords = S::kRows * S::kDqk / 2;  // bf16 pairs, in any order
-  auto* words = reinterpret_cast<std::uint32_t*>(q_tile);
-  float mx = 0.0f;
-  for (int i = int(threadIdx.x); i < kWords; i += S::kThreads) {
-    const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&words[i]));
-    mx = fmaxf(mx, fmaxf(fabsf(x.x), fabsf(x.y)));
-  }
-#pragma unroll
-  for (int off = 16; off >= 1; off /= 2) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
-  if (threadIdx.x % 32 == 0) scratch[threadIdx.x / 32] = mx;
-  __syncthreads();
-#pragma unroll
-  for (int w = 0; w < S::kWarps; ++w) mx = fmaxf(mx, scratch[w]);
-  int e = 0;
-  frexpf(mx, &e);  // mx < 2^e (0 for a zero tile)
-  const float q_scale = ldexpf(1.0f, min(max(15 - e, -126), 126));
-  for (int i = int(threadIdx.x); i < kWords; i += S::kThreads) {
-    const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&words[i]));
-    words[i] = mma::pack2<__half>(x.x * q_scale, x.y * q_scale);
-  }
-  __syncthreads();
-  return q_scale;
 }
 
 // Converts a 16-bit fp16 tile of `chunks` 16-byte chunks to bf16 in place, each chunk by
@@ -171,9 +121,9 @@ __device__ __forceinline__ unsigned char* mla_stage(unsigned char* smem, int til
 }
 
 // The prologue: one commit group for q, then one per tile (empty past the last),
-// kStages - 1 ahead. With fp8 KV and a bf16 query the q tile, once landed, is
-// converted to fp16 (mla_q_to_half); an fp16 query over bf16 KV to bf16. Returns q_scale
-// (1 but for mla_q_to_half).
+// kStages - 1 ahead. With fp8 KV the q tile, once landed, is put in the fp8 read's
+// order as fp16 (mla_q_to_fp8_operand); an fp16 query over bf16 KV is converted to
+// bf16. Returns q_scale (1 but for a bf16 query over fp8 KV).
 template <class T, class TQ, class TKV, class L>
 __device__ __forceinline__ float mla_start(const MlaKernelParams& p, const detail::WorkItem& item,
                                            const detail::RequestInfo& r, int rows, const MlaKeys& keys,
@@ -189,11 +139,11 @@ __device__ __forceinline__ float mla_start(const MlaKernelParams& p, const detai
     ptx::cp_async_commit();
   }
   float q_scale = 1.0f;
-  if constexpr (!std::is_same_v<T, TQ>) {
+  if constexpr (L::kFp8 || !std::is_same_v<T, TQ>) {
     ptx::cp_async_wait_group<L::kStages - 1>();  // the q tile (this thread's copies)
     __syncthreads();
-    if constexpr (sizeof(TKV) == 1) {
-      q_scale = mla_q_to_half<S>(smem + L::q, reinterpret_cast<float*>(smem + L::s));
+    if constexpr (L::kFp8) {
+      q_scale = mla_q_to_fp8_operand<TQ, S>(smem + L::q, reinterpret_cast<float*>(smem + L::s));
     } else {
       mla_half_to_bf16<S>(smem + L::q, S::kRows * S::kDqk / 8);
       __syncthreads();
@@ -211,9 +161,8 @@ __device__ __forceinline__ MlaKeyRow mla_first_key_row(const MlaKernelParams& p,
 
 // Tile `tile` of the main loop, ready for S and P V: waits for its copies, issues the
 // copy kStages - 1 tiles ahead with next_row, then looks up the key row of the copy
-// after it into next_row; fp8 KV: converts the tile into the compute tile, fp16 KV
-// under a bf16 mma (T) converts it in place. Returns the tile: K by its kDqk columns,
-// V by its first 512.
+// after it into next_row; fp16 KV under a bf16 mma (T) is converted in place. Returns
+// the tile: K by its kDqk columns, V by its first 512 (fp8: the raw tile).
 template <class T, class TKV, class L>
 __device__ __forceinline__ unsigned char* mla_next_tile(const MlaKernelParams& p, const MlaKeys& keys,
                                                         unsigned char* smem, int tile, MlaKeyRow& next_row) {
@@ -227,11 +176,7 @@ __device__ __forceinline__ unsigned char* mla_next_tile(const MlaKernelParams& p
   ptx::cp_async_commit();
   next_row = mla_key_row<S>(p, keys.pages, keys.key_begin + (ahead + 1) * S::kKeys, keys.key_end, keys.seen);
   unsigned char* kv = mla_stage<L>(smem, tile);
-  if constexpr (L::kStaged) {
-    mla_convert_kv<TKV, S>(smem + L::compute, kv);
-    kv = smem + L::compute;
-    __syncthreads();
-  } else if constexpr (!std::is_same_v<T, TKV>) {
+  if constexpr (!L::kFp8 && !std::is_same_v<T, TKV>) {
     mla_half_to_bf16<S>(kv, S::kKeys * S::kDqk / 8);
     __syncthreads();
   }
