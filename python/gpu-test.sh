@@ -10,6 +10,7 @@
 #                            the GPU cases were skipped
 #   bench_host.json/.log     bench/python/bench_host.py (host cost of plan + 32 runs)
 #   llama.json/.log          examples/python/llama_paged.py (32 tokens through the paged cache)
+# and fails on a failed test or example, skipped GPU cases, or a nanobind leak report at exit.
 # Needs .deps/python (python/stage-deps.sh) where nanobind / pytest / Python headers are
 # missing, and .deps/flashinfer (bench/flashinfer/stage.sh) for the FlashInfer rows.
 # Usage: python/gpu-test.sh OUTDIR
@@ -58,4 +59,13 @@ tail -12 "$out/bench_host.log"
 echo "== gpu-test: examples/python/llama_paged.py"
 $py examples/python/llama_paged.py --json "$out/llama.json" >"$out/llama.log" 2>&1 || status=1
 tail -2 "$out/llama.log"
+# nanobind reports the kvinfer objects still alive when the interpreter exits (a
+# reference kept past the end of a test or the example): a failure here.
+for log in "$out/pytest.log" "$out/llama.log"; do
+  if grep -q "nanobind: leaked" "$log"; then
+    echo "gpu-test: nanobind reported leaked objects at exit in $(basename "$log"):"
+    grep -A3 "nanobind: leaked" "$log" | head -12
+    status=1
+  fi
+done
 exit $status

@@ -86,6 +86,14 @@ class PagedKV:
         self.step = dict(table=table, batch_indices=bi, positions=pos, wrapper=wrapper)
         return torch.tensor(positions, device=self.device)[None]
 
+    def close(self):
+        """Drops the wrappers, the step and the page pools. transformers' attention
+        registry is global and keeps the registered `attention` (and this object) until
+        the interpreter exits, after kvinfer's bindings are torn down: nanobind would
+        then report the wrappers as leaked."""
+        self.prefill = self.decode = self.step = None
+        self.caches = []
+
     def attention(self, module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
         """transformers' attention interface: query [1, Hq, nnz, D], key / value
         [1, Hk, nnz, D] (RoPE applied) of this step's tokens -> [1, nnz, Hq, D]."""
@@ -146,28 +154,31 @@ def main(argv=None) -> int:
     kv = PagedKV(torch, kvinfer, cfg, device, dtype)
     register_attention(transformers, kv.attention)
     set_attention(model, "kvinfer")
-    kv.add_requests(len(prompts))
-    tokens = [list(p) for p in prompts]
-    step_logits = [[] for _ in prompts]  # the logits that chose each generated token
-    new = [list(p) for p in prompts]
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    with torch.no_grad():
-        for _ in range(args.tokens):
-            positions = kv.begin_step([len(n) for n in new])
-            ids = torch.tensor([t for n in new for t in n], device=device)[None]
-            logits = model(input_ids=ids, position_ids=positions, use_cache=False).logits[0].float()
-            ends = torch.tensor([len(n) for n in new]).cumsum(0) - 1
-            last = logits[ends.to(device)]
-            nxt = last.argmax(-1).tolist()
-            for i, t in enumerate(nxt):
-                step_logits[i].append(last[i])
-                tokens[i].append(t)
-            new = [[t] for t in nxt]
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-    kvinfer_s = time.perf_counter() - t0
+    try:
+        kv.add_requests(len(prompts))
+        tokens = [list(p) for p in prompts]
+        step_logits = [[] for _ in prompts]  # the logits that chose each generated token
+        new = [list(p) for p in prompts]
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            for _ in range(args.tokens):
+                positions = kv.begin_step([len(n) for n in new])
+                ids = torch.tensor([t for n in new for t in n], device=device)[None]
+                logits = model(input_ids=ids, position_ids=positions, use_cache=False).logits[0].float()
+                ends = torch.tensor([len(n) for n in new]).cumsum(0) - 1
+                last = logits[ends.to(device)]
+                nxt = last.argmax(-1).tolist()
+                for i, t in enumerate(nxt):
+                    step_logits[i].append(last[i])
+                    tokens[i].append(t)
+                new = [[t] for t in nxt]
+        if device.startswith("cuda"):
+            torch.cuda.synchronize()
+        kvinfer_s = time.perf_counter() - t0
+    finally:
+        kv.close()
 
     # ---- the model's own attention: teacher-forced, and its own generation speed
     ref_logits, noise = [], 0.0
