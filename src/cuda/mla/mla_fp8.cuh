@@ -35,6 +35,7 @@
 #include "cuda/attention/tile/swizzle.cuh"
 #include "cuda/common/convert.cuh"
 #include "cuda/common/mma.cuh"
+#include "cuda/mla/mla_scores.cuh"
 
 namespace kvinfer::cuda {
 
@@ -161,10 +162,10 @@ __device__ __forceinline__ void mla_fp8_scores(const Role& role, const MlaFp8Lan
                                                const unsigned char* raw, float (&sacc)[S::kUnitsPerWarp][2][4],
                                                float (&v)[4], float* s_buf, float nope_scale, float pe_scale, int g,
                                                int t) {
-#pragma unroll
-  for (int k = 0; k < S::kQkSteps; k += 2) {
-    if (k / S::kPartSteps != role.kpart) continue;
-    const int pe = k >= S::kNopeSteps ? 1 : 0;
+  float odd[2][4] = {};
+  mla_part_steps<S>(role.kpart, [&](auto step) {
+    constexpr int k = decltype(step)::value;
+    constexpr int pe = k >= S::kNopeSteps ? 1 : 0;
     std::uint32_t a0[4], a1[4];
     mma::ldmatrix_x4(a0, role.q_lane.at(role.rb * 16, 2 * k));
     mma::ldmatrix_x4(a1, role.q_lane.at(role.rb * 16, 2 * k + 2));
@@ -175,8 +176,14 @@ __device__ __forceinline__ void mla_fp8_scores(const Role& role, const MlaFp8Lan
       fp8x4_to_half2x2<TKV>(w.x, b0, b1);
       fp8x4_to_half2x2<TKV>(w.y, b2, b3);
       mma::m16n8k16<__half>(sacc[u][pe], a0, b0, b1);
-      mma::m16n8k16<__half>(sacc[u][pe], a1, b2, b3);
+      mma::m16n8k16<__half>(kMlaOddChain<S> ? odd[pe] : sacc[u][pe], a1, b2, b3);
     }
+  });
+  if constexpr (kMlaOddChain<S>) {
+#pragma unroll
+    for (int pe = 0; pe < 2; ++pe)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) sacc[0][pe][i] += odd[pe][i];
   }
 #pragma unroll
   for (int u = 0; u < S::kUnitsPerWarp; ++u) {
