@@ -179,22 +179,7 @@ __device__ __forceinline__ void mla_fp8_scores(const Role& role, const MlaFp8Lan
       mma::m16n8k16<__half>(kMlaOddChain<S> ? odd[pe] : sacc[u][pe], a1, b2, b3);
     }
   });
-  if constexpr (kMlaOddChain<S>) {
-#pragma unroll
-    for (int pe = 0; pe < 2; ++pe)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) sacc[0][pe][i] += odd[pe][i];
-  }
-#pragma unroll
-  for (int u = 0; u < S::kUnitsPerWarp; ++u) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      v[i] = sacc[u][0][i] * nope_scale + (S::kKpe ? sacc[u][1][i] * pe_scale : 0.0f);
-    float* at =
-        s_buf + (role.kpart * S::kRows + role.rb * 16 + g) * S::kSStride + 8 * (role.frag0 + u) + 2 * t;
-    *reinterpret_cast<float2*>(at) = make_float2(v[0], v[1]);
-    *reinterpret_cast<float2*>(at + 8 * S::kSStride) = make_float2(v[2], v[3]);
-  }
+  mla_store_scores<S>(role, sacc, odd, v, s_buf, nope_scale, pe_scale, g, t);
 }
 
 // O += P V of the raw tile over the warp's kCols columns in the permuted order (top of

@@ -59,6 +59,30 @@ __device__ __forceinline__ void mla_part_steps(int kpart, F&& f) {
 template <class S>
 inline constexpr bool kMlaOddChain = S::kUnitsPerWarp == 1;
 
+// The end of a warp's S: the odd chain summed in (kMlaOddChain), then the nope and pe
+// terms each times its scale (v: a unit's sum) into the exchange, part kpart's rows of s_buf.
+template <class S, class Role>
+__device__ __forceinline__ void mla_store_scores(const Role& role, float (&sacc)[S::kUnitsPerWarp][2][4],
+                                                 const float (&odd)[2][4], float (&v)[4], float* s_buf,
+                                                 float nope_scale, float pe_scale, int g, int t) {
+  if constexpr (kMlaOddChain<S>) {
+#pragma unroll
+    for (int pe = 0; pe < 2; ++pe)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) sacc[0][pe][i] += odd[pe][i];
+  }
+#pragma unroll
+  for (int u = 0; u < S::kUnitsPerWarp; ++u) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      v[i] = sacc[u][0][i] * nope_scale + (S::kKpe ? sacc[u][1][i] * pe_scale : 0.0f);
+    float* at =
+        s_buf + (role.kpart * S::kRows + role.rb * 16 + g) * S::kSStride + 8 * (role.frag0 + u) + 2 * t;
+    *reinterpret_cast<float2*>(at) = make_float2(v[0], v[1]);
+    *reinterpret_cast<float2*>(at + 8 * S::kSStride) = make_float2(v[2], v[3]);
+  }
+}
+
 // S = Q K^T of the warp's units over its part of the k-steps, accumulated in sacc
 // ([unit][nope / pe][fragment], zero on entry), then the nope and pe terms each times
 // its scale (v: a unit's sum) into the exchange: part kpart's rows of s_buf.
@@ -89,22 +113,7 @@ __device__ __forceinline__ void mla_scores(const MlaScoreWarp<S>& role, const un
       mma::m16n8k16<T>(sacc[1][pe], a1, b1[2], b1[3]);
     }
   });
-  if constexpr (kMlaOddChain<S>) {
-#pragma unroll
-    for (int pe = 0; pe < 2; ++pe)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) sacc[0][pe][i] += odd[pe][i];
-  }
-#pragma unroll
-  for (int u = 0; u < S::kUnitsPerWarp; ++u) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      v[i] = sacc[u][0][i] * nope_scale + (S::kKpe ? sacc[u][1][i] * pe_scale : 0.0f);
-    float* at =
-        s_buf + (role.kpart * S::kRows + role.rb * 16 + g) * S::kSStride + 8 * (role.frag0 + u) + 2 * t;
-    *reinterpret_cast<float2*>(at) = make_float2(v[0], v[1]);
-    *reinterpret_cast<float2*>(at + 8 * S::kSStride) = make_float2(v[2], v[3]);
-  }
+  mla_store_scores<S>(role, sacc, odd, v, s_buf, nope_scale, pe_scale, g, t);
 }
 
 // Row block rb's S of the tile from the exchange, the parts summed:
